@@ -1,0 +1,10 @@
+"""rbdgen: fast, verified rigid-body dynamics modules generated from a URDF."""
+
+__version__ = "0.1.0"
+
+from .errors import BuildError, CodegenError, ModelError, RbdgenError, URDFError
+from .model import ModelBuilder, load_urdf
+from .runtime import reference
+
+__all__ = ["BuildError", "CodegenError", "ModelError", "RbdgenError", "URDFError", "ModelBuilder",
+           "load_urdf", "reference", "__version__"]

@@ -1,0 +1,104 @@
+"""Forward kinematics (seed 000 §4): joint transforms, body placements, velocities.
+
+Every algorithm starts here: `joint_kinematics` runs jcalc for each joint and composes the
+transform from the parent body, X_up[i] = X_J(q_i) X_T[i].
+"""
+
+from dataclasses import dataclass
+
+from ..spatial import Motion, Transform, add3, combine, cross3, matTvec3, neg3
+
+
+@dataclass
+class JointKinematics:
+    X_up: Transform   # parent body -> body i
+    S: list           # motion subspace, one Motion per velocity coordinate
+    c_J: Motion       # joint bias dS/dt v
+
+
+def joint_slices(model, x, which):
+    """Split a q-sized (which='q') or v-sized ('v') sequence into per-joint lists."""
+    if which == "q":
+        return [x[j.idx_q:j.idx_q + j.nq] for j in model.joints]
+    return [x[j.idx_v:j.idx_v + j.nv] for j in model.joints]
+
+
+def joint_kinematics(model, ops, q, v=None):
+    """jcalc for every joint; with v, the joint bias c_J (else v is taken as zero)."""
+    qs = joint_slices(model, q, "q")
+    vs = joint_slices(model, v, "v") if v is not None else [[0] * j.nv for j in model.joints]
+    result = []
+    for i, joint in enumerate(model.joints):
+        X_J, S, c_J = joint.model.calc(ops, qs[i], vs[i])
+        X_up = ops.let("X", i, X_J.compose(model.X_T[i]))
+        result.append(JointKinematics(X_up, ops.let("S", i, S), ops.let("cJ", i, c_J)))
+    return result
+
+
+def body_placements(model, ops, kin):
+    """X_0i: world -> body i, for every body."""
+    X_0 = []
+    for i, k in enumerate(kin):
+        p = model.parent[i]
+        X_0.append(ops.let("X0_", i, k.X_up if p < 0 else k.X_up.compose(X_0[p])))
+    return X_0
+
+
+def frame_placement_transform(model, ops, X_0, frame):
+    """World -> frame, for a frame fixed on a body (or on the world)."""
+    if frame.body < 0:
+        return frame.placement
+    return ops.let("X0_f", 0, frame.placement.compose(X_0[frame.body]))
+
+
+def placement_as_rotation_translation(X):
+    """(R, p) as Pinocchio's SE3: R rotates frame coordinates into world, p is the origin."""
+    return [[X.E[j][i] for j in range(3)] for i in range(3)], list(X.r)
+
+
+def body_velocities(model, ops, kin, v):
+    """Spatial velocity of every body in its own frame: v_i = X_up v_parent + S_i v_i."""
+    vs = joint_slices(model, v, "v")
+    velocities = []
+    for i, k in enumerate(kin):
+        p = model.parent[i]
+        vJ = combine(k.S, vs[i])
+        velocities.append(ops.let("v", i, vJ if p < 0 else k.X_up.apply_motion(velocities[p]) + vJ))
+    return velocities
+
+
+def body_accelerations(model, ops, kin, velocities, v, a, a_root):
+    """a_i = X_up a_parent + S_i a_i + c_J + v_i x (S_i v_i) (seed 000 Algorithm 1, forward pass)."""
+    vs, as_ = joint_slices(model, v, "v"), joint_slices(model, a, "v")
+    accelerations = []
+    for i, k in enumerate(kin):
+        p = model.parent[i]
+        a_parent = a_root if p < 0 else accelerations[p]
+        vJ = combine(k.S, vs[i])
+        acc = k.X_up.apply_motion(a_parent) + combine(k.S, as_[i]) + k.c_J + velocities[i].cross_motion(vJ)
+        accelerations.append(ops.let("a", i, acc))
+    return accelerations
+
+
+def gravity_acceleration(model):
+    """The base acceleration -g that folds gravity into the recursion (Featherstone's trick)."""
+    return Motion((0, 0, 0), neg3(model.gravity))
+
+
+def world_motion(X_0, m):
+    """A motion in body coordinates, expressed in world coordinates at the world origin."""
+    return X_0.inv_apply_motion(m)
+
+
+def point_velocity_from_world(m_world, p):
+    """Linear velocity of the body-fixed point at world position p, from a world motion."""
+    return add3(m_world.lin, cross3(m_world.ang, p))
+
+
+def body_origin(X_0):
+    return X_0.r
+
+
+__all__ = ["JointKinematics", "joint_kinematics", "body_placements", "frame_placement_transform",
+           "placement_as_rotation_translation", "body_velocities", "body_accelerations",
+           "gravity_acceleration", "world_motion", "point_velocity_from_world", "matTvec3"]

@@ -1,0 +1,32 @@
+"""One error hierarchy. Every message is one line naming the element and the fix."""
+
+
+class RbdgenError(Exception):
+    """Base of every error rbdgen raises on purpose."""
+
+
+class URDFError(RbdgenError):
+    """The URDF file is missing, malformed or describes an impossible robot."""
+
+
+class ModelError(RbdgenError):
+    """A model built in Python (or from a URDF) is inconsistent."""
+
+
+class CodegenError(RbdgenError):
+    """The symbolic run or the rendering of C failed."""
+
+
+class BuildError(RbdgenError):
+    """Compiling a generated module failed; carries the command and the compiler output."""
+
+    def __init__(self, message, command=None, output=""):
+        super().__init__(message)
+        self.command = command
+        self.output = output
+
+    def __str__(self):
+        text = super().__str__()
+        if self.output:
+            text += "\n" + self.output
+        return text

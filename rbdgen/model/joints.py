@@ -1,0 +1,246 @@
+"""Joint models: jcalc (seed 000 §4, seed 003) for every joint type rbdgen knows.
+
+`calc(ops, q, v)` takes the joint's slices of q and v and returns the joint transform X_J
+(parent joint frame -> child body frame), the motion subspace S (one Motion per velocity
+coordinate, in child coordinates) and the bias c_J = dS/dt v. Joint velocities are those
+of Pinocchio: for every joint here v is the child's velocity relative to the parent,
+expressed in the child frame, so q-dot differs from v for the quaternion and planar
+joints. `ops.sincos(angle)` gives sine and cosine together (symbols in the generator).
+"""
+
+import math
+
+from ..errors import ModelError
+from ..spatial import (IDENTITY3, ZERO3, Motion, Transform, axis_rotation, cross3, dot3,
+                       matmul3, quaternion_to_rotation, scale3, transpose3)
+
+
+class JointModel:
+    type = "?"
+    nq = 1
+    nv = 1
+
+    def calc(self, ops, q, v):
+        raise NotImplementedError
+
+    def neutral(self):
+        """The configuration where X_J is the identity."""
+        return [0.0] * self.nq
+
+    def describe(self):
+        return self.type
+
+
+def _unit(axis, what):
+    axis = tuple(float(a) for a in axis)
+    norm = math.sqrt(dot3(axis, axis))
+    if not norm > 1e-12 or not math.isfinite(norm):
+        raise ModelError(f"{what}: axis {axis} has zero length; give a non-zero axis")
+    return tuple(snap(a / norm) for a in axis)
+
+
+def snap(x, tol=1e-12):
+    """Exact 0, 1 or -1 (Python ints) for values that are so up to rounding, else float.
+
+    URDF rotations of ±π/2 leave entries like 6e-17; as exact ints SymPy drops them,
+    so the generated code never multiplies by them.
+    """
+    x = float(x)
+    for exact in (0, 1, -1):
+        if abs(x - exact) <= tol:
+            return exact
+    return x
+
+
+class Revolute(JointModel):
+    """Rotation by q about a unit axis; also the URDF continuous joint (one angle)."""
+
+    type = "revolute"
+
+    def __init__(self, axis, continuous=False):
+        self.axis = _unit(axis, "revolute joint")
+        self.continuous = continuous
+        if continuous:
+            self.type = "continuous"
+
+    def calc(self, ops, q, v):
+        s, c = ops.sincos(q[0])
+        E = transpose3(axis_rotation(self.axis, s, c))
+        S = Motion(self.axis, ZERO3)
+        return Transform(E, ZERO3), [S], Motion()
+
+    def describe(self):
+        return f"{self.type} axis {self.axis}"
+
+
+class Prismatic(JointModel):
+    type = "prismatic"
+
+    def __init__(self, axis):
+        self.axis = _unit(axis, "prismatic joint")
+
+    def calc(self, ops, q, v):
+        return Transform(IDENTITY3, scale3(q[0], self.axis)), [Motion(ZERO3, self.axis)], Motion()
+
+    def describe(self):
+        return f"prismatic axis {self.axis}"
+
+
+class Helical(JointModel):
+    """Rotation by q about the axis and translation by pitch * q along it."""
+
+    type = "helical"
+
+    def __init__(self, axis, pitch):
+        self.axis = _unit(axis, "helical joint")
+        self.pitch = snap(pitch)
+
+    def calc(self, ops, q, v):
+        s, c = ops.sincos(q[0])
+        E = transpose3(axis_rotation(self.axis, s, c))
+        r = scale3(self.pitch * q[0], self.axis)
+        return Transform(E, r), [Motion(self.axis, scale3(self.pitch, self.axis))], Motion()
+
+    def describe(self):
+        return f"helical axis {self.axis} pitch {self.pitch}"
+
+
+def _unit_columns(angular):
+    """Motion columns for the unit vectors, angular or linear."""
+    basis = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+    return [Motion(e, ZERO3) if angular else Motion(ZERO3, e) for e in basis]
+
+
+class Spherical(JointModel):
+    """Ball joint, q = unit quaternion (x, y, z, w), v = angular velocity in the child frame."""
+
+    type = "spherical"
+    nq, nv = 4, 3
+
+    def calc(self, ops, q, v):
+        E = transpose3(quaternion_to_rotation(*q))
+        return Transform(E, ZERO3), _unit_columns(angular=True), Motion()
+
+    def neutral(self):
+        return [0.0, 0.0, 0.0, 1.0]
+
+
+class FreeFlyer(JointModel):
+    """6-DoF joint as Pinocchio's JointModelFreeFlyer.
+
+    q = [x y z qx qy qz qw] (position and orientation of the child in the parent),
+    v = [linear; angular] velocity of the child in its own frame.
+    """
+
+    type = "free_flyer"
+    nq, nv = 7, 6
+
+    def calc(self, ops, q, v):
+        E = transpose3(quaternion_to_rotation(*q[3:7]))
+        return Transform(E, q[0:3]), _unit_columns(angular=False) + _unit_columns(angular=True), Motion()
+
+    def neutral(self):
+        return [0.0] * 6 + [1.0]
+
+
+class TranslationXYZ(JointModel):
+    """3-DoF translation; q = v = the child's position in the parent (no rotation)."""
+
+    type = "translation"
+    nq, nv = 3, 3
+
+    def calc(self, ops, q, v):
+        return Transform(IDENTITY3, q), _unit_columns(angular=False), Motion()
+
+
+class Planar(JointModel):
+    """Motion in the plane normal to `normal`: q = [x, y, theta], v = [vx, vy, omega].
+
+    x and y run along two in-plane unit vectors (u, w) with u x w = normal; for the normal z
+    they are x and y, as Pinocchio's JointModelPlanar. v is the child's velocity in its own
+    frame (as Pinocchio), so dx/dt and dy/dt are v rotated by theta.
+    """
+
+    type = "planar"
+    nq, nv = 3, 3
+
+    def __init__(self, normal=(0, 0, 1)):
+        n = _unit(normal, "planar joint")
+        if n == (0, 0, 1):
+            u = (1, 0, 0)
+        else:  # any in-plane direction will do; this one is deterministic
+            u = _unit(cross3((1, 0, 0) if abs(n[0]) < 0.9 else (0, 1, 0), n), "planar joint")
+        self.normal, self.u, self.w = n, u, tuple(snap(x) for x in cross3(n, u))
+
+    def calc(self, ops, q, v):
+        s, c = ops.sincos(q[2])
+        E = transpose3(axis_rotation(self.normal, s, c))
+        r = tuple(q[0] * a + q[1] * b for a, b in zip(self.u, self.w))
+        S = [Motion(ZERO3, self.u), Motion(ZERO3, self.w), Motion(self.normal, ZERO3)]
+        return Transform(E, r), S, Motion()
+
+    def describe(self):
+        return f"planar normal {self.normal}"
+
+
+class EulerZYX(JointModel):
+    """3-DoF rotation R = Rz(q0) Ry(q1) Rx(q2) (seed 000 eq. 35-38; Pinocchio's SphericalZYX).
+
+    v = q-dot; S maps it to the angular velocity in the child frame, so S depends on q and
+    c_J = (dS/dt) q-dot is not zero.
+    """
+
+    type = "euler_zyx"
+    nq, nv = 3, 3
+
+    def calc(self, ops, q, v):
+        (s0, c0), (s1, c1), (s2, c2) = (ops.sincos(x) for x in q)
+        R = _matmul_chain(_rot_z(s0, c0), _rot_y(s1, c1), _rot_x(s2, c2))
+        cols = [(-s1, c1 * s2, c1 * c2), (0, c2, -s2), (1, 0, 0)]
+        d0, d1, d2 = v
+        # Time derivatives of the first two columns; the third is constant.
+        dcol0 = (-c1 * d1, -s1 * d1 * s2 + c1 * c2 * d2, -s1 * d1 * c2 - c1 * s2 * d2)
+        dcol1 = (0, -s2 * d2, -c2 * d2)
+        c = tuple(a * d0 + b * d1 for a, b in zip(dcol0, dcol1))
+        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], Motion(c, ZERO3)
+
+
+class EulerXYZ(JointModel):
+    """3-DoF rotation R = Rx(q0) Ry(q1) Rz(q2) (seed 000 eq. 35-38; RBDL's EulerXYZ)."""
+
+    type = "euler_xyz"
+    nq, nv = 3, 3
+
+    def calc(self, ops, q, v):
+        (s0, c0), (s1, c1), (s2, c2) = (ops.sincos(x) for x in q)
+        R = _matmul_chain(_rot_x(s0, c0), _rot_y(s1, c1), _rot_z(s2, c2))
+        cols = [(c2 * c1, -s2 * c1, s1), (s2, c2, 0), (0, 0, 1)]
+        d0, d1, d2 = v
+        dcol0 = (-s2 * d2 * c1 - c2 * s1 * d1, -c2 * d2 * c1 + s2 * s1 * d1, c1 * d1)
+        dcol1 = (c2 * d2, -s2 * d2, 0)
+        c = tuple(a * d0 + b * d1 for a, b in zip(dcol0, dcol1))
+        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], Motion(c, ZERO3)
+
+
+def _rot_x(s, c):
+    return ((1, 0, 0), (0, c, -s), (0, s, c))
+
+
+def _rot_y(s, c):
+    return ((c, 0, s), (0, 1, 0), (-s, 0, c))
+
+
+def _rot_z(s, c):
+    return ((c, -s, 0), (s, c, 0), (0, 0, 1))
+
+
+def _matmul_chain(A, B, C):
+    return matmul3(matmul3(A, B), C)
+
+
+JOINT_TYPES = {
+    "revolute": Revolute, "continuous": lambda axis: Revolute(axis, continuous=True),
+    "prismatic": Prismatic, "helical": Helical, "spherical": Spherical,
+    "free_flyer": FreeFlyer, "translation": TranslationXYZ, "planar": Planar,
+    "euler_zyx": EulerZYX, "euler_xyz": EulerXYZ,
+}

@@ -1,0 +1,206 @@
+"""The model every stage reads: parent array, joint models, placements X_T, inertias.
+
+A Model is frozen. Build it from a URDF (`rbdgen.load_urdf`) or in Python with
+`ModelBuilder`, in RBDL's `AddBody` style (seed 000 Algorithm 4). Body i is moved by
+joint i; `parent[i]` is the body it hangs from, -1 for the world. Fixed joints add no body:
+the child's inertia is merged into its moving parent and the child stays a frame (seed 003).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import ModelError
+from ..spatial import Inertia, Transform
+from .joints import JointModel, snap
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A moving joint: its model and its slices of q and v."""
+
+    name: str
+    model: JointModel
+    idx_q: int
+    idx_v: int
+
+    @property
+    def type(self):
+        return self.model.type
+
+    @property
+    def nq(self):
+        return self.model.nq
+
+    @property
+    def nv(self):
+        return self.model.nv
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named frame fixed on a moving body (-1: the world) at `placement` (body -> frame)."""
+
+    name: str
+    body: int
+    placement: Transform
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    joints: tuple
+    body_names: tuple
+    parent: tuple
+    X_T: tuple
+    inertia: tuple
+    frames: tuple
+    gravity: tuple = DEFAULT_GRAVITY
+    _frame_index: dict = field(default=None, repr=False, compare=False)
+
+    @property
+    def nq(self):
+        return sum(j.nq for j in self.joints)
+
+    @property
+    def nv(self):
+        return sum(j.nv for j in self.joints)
+
+    @property
+    def nbodies(self):
+        return len(self.joints)
+
+    def frame(self, name):
+        """The frame called `name` (a URDF link, or a body of the builder)."""
+        try:
+            return self.frames[self._frame_index[name]]
+        except (KeyError, TypeError):
+            known = ", ".join(f.name for f in self.frames[:8])
+            raise ModelError(f"unknown frame {name!r}; known frames include {known}") from None
+
+    def support(self, body):
+        """Bodies from the root down to `body`, inclusive."""
+        chain = []
+        while body >= 0:
+            chain.append(body)
+            body = self.parent[body]
+        return chain[::-1]
+
+    def children(self, body):
+        return [i for i, p in enumerate(self.parent) if p == body]
+
+    @property
+    def total_mass(self):
+        return float(sum(I.m for I in self.inertia))
+
+    def neutral_configuration(self):
+        q = []
+        for joint in self.joints:
+            q += joint.model.neutral()
+        return q
+
+
+class ModelBuilder:
+    """Builds a Model body by body (RBDL's AddBody, seed 000 Algorithm 4).
+
+        b = ModelBuilder("arm")
+        upper = b.add_body(-1, Revolute((0, 0, 1)), "shoulder", "upper_arm", inertia=...)
+        b.add_body(upper, Revolute((0, 1, 0)), "elbow", "forearm", X_T=Transform(r=(0, 0, 0.3)))
+        model = b.finish()
+
+    A parent is a body index (-1 is the world) or the name of any frame already added,
+    such as a body attached by `add_fixed_body`; placements compose accordingly.
+    """
+
+    def __init__(self, name="robot", gravity=DEFAULT_GRAVITY):
+        self.name = name
+        self.gravity = tuple(float(g) for g in gravity)
+        self._joints, self._parent, self._X_T, self._inertia, self._bodies = [], [], [], [], []
+        self._frames = {}
+        self._nq = self._nv = 0
+
+    def _resolve(self, parent, X_T):
+        """(moving body, placement from it) for a parent given by index or frame name."""
+        if isinstance(parent, str):
+            if parent not in self._frames:
+                raise ModelError(f"parent {parent!r} is not a known frame; add it before its children")
+            frame = self._frames[parent]
+            return frame.body, X_T.compose(frame.placement)
+        if not -1 <= parent < len(self._joints):
+            raise ModelError(f"parent body {parent} does not exist; bodies are 0..{len(self._joints) - 1} and -1 is the world")
+        return parent, X_T
+
+    def _check_new_name(self, name, what):
+        taken = any(j.name == name for j in self._joints) if what == "joint" else name in self._frames
+        if taken:
+            raise ModelError(f"{what} name {name!r} is used twice; give every {what} its own name")
+
+    def frame_names(self):
+        return set(self._frames)
+
+    def add_body(self, parent, joint, joint_name=None, body_name=None, X_T=None, inertia=None):
+        """Add a body moved by `joint` (a JointModel) under `parent`; returns its index."""
+        if not isinstance(joint, JointModel):
+            raise ModelError(f"joint {joint_name!r}: {joint!r} is not a joint model; use one of rbdgen.model.joints")
+        index = len(self._joints)
+        joint_name = joint_name or f"joint{index}"
+        body_name = body_name or f"body{index}"
+        self._check_new_name(joint_name, "joint")
+        self._check_new_name(body_name, "body")
+        body, placement = self._resolve(parent, X_T or Transform())
+        inertia = inertia or Inertia()
+        _check_inertia(inertia, body_name)
+        self._joints.append(Joint(joint_name, joint, self._nq, self._nv))
+        self._nq += joint.nq
+        self._nv += joint.nv
+        self._parent.append(body)
+        self._X_T.append(placement)
+        self._inertia.append(inertia)
+        self._bodies.append(body_name)
+        self._frames[body_name] = Frame(body_name, index, Transform())
+        return index
+
+    def add_fixed_body(self, parent, body_name, X_T=None, inertia=None):
+        """Attach a body rigidly: its inertia joins the moving parent's, its name stays a frame."""
+        self._check_new_name(body_name, "body")
+        body, placement = self._resolve(parent, X_T or Transform())
+        if inertia is not None:
+            _check_inertia(inertia, body_name)
+            if body >= 0:  # inertia fixed to the world moves nothing
+                self._inertia[body] = self._inertia[body] + placement.inertia_to_parent(inertia)
+        self._frames[body_name] = Frame(body_name, body, placement)
+        return body_name
+
+    def add_frame(self, name, parent, placement=None):
+        """A named frame (no inertia) on a body or frame."""
+        return self.add_fixed_body(parent, name, placement)
+
+    def finish(self):
+        exact_transform = lambda X: Transform(tuple(tuple(snap(e) for e in row) for row in X.E),
+                                               tuple(_exact(x) for x in X.r))
+        frames = tuple(Frame(f.name, f.body, exact_transform(f.placement)) for f in self._frames.values())
+        return Model(
+            name=self.name,
+            joints=tuple(self._joints),
+            body_names=tuple(self._bodies),
+            parent=tuple(self._parent),
+            X_T=tuple(exact_transform(X) for X in self._X_T),
+            inertia=tuple(I.map(_exact) for I in self._inertia),
+            frames=frames,
+            gravity=tuple(_exact(g) for g in self.gravity),
+            _frame_index={f.name: k for k, f in enumerate(frames)},
+        )
+
+
+def _exact(x):
+    """Exact ints for values that are exactly 0 or ±1, so SymPy folds them away."""
+    x = float(x)
+    return int(x) if x in (0.0, 1.0, -1.0) else x
+
+
+def _check_inertia(inertia, body_name):
+    m = float(inertia.m)
+    if not (math.isfinite(m) and m >= 0):
+        raise ModelError(f"body {body_name!r}: mass {m} must be finite and >= 0")
+

@@ -1,0 +1,1 @@
+"""Runtime: the NumPy reference backend and the loader of generated packages."""
