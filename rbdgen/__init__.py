@@ -8,3 +8,7 @@ from .runtime import reference
 
 __all__ = ["BuildError", "CodegenError", "ModelError", "RbdgenError", "URDFError", "ModelBuilder",
            "load_urdf", "reference", "__version__"]
+
+from .codegen.build import build, build_model, load  # noqa: E402
+
+__all__ += ["build", "build_model", "load"]

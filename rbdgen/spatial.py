@@ -372,3 +372,8 @@ def map_scalars(value, fn):
     if isinstance(value, (list, tuple)):
         return type(value)(map_scalars(v, fn) for v in value)
     return fn(value)
+
+
+def forces_from_rows(rows):
+    """Pinocchio's external-force rows [force; torque] -> Forces [torque; force]."""
+    return [Force(tuple(r[3:6]), tuple(r[0:3])) for r in rows]

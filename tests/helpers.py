@@ -5,6 +5,8 @@ import sysconfig
 
 import numpy as np
 
+from rbdgen.runtime.states import random_configuration, random_state  # noqa: F401  (re-exported for tests)
+
 REL_TOL_PINOCCHIO = 1e-9     # reference against Pinocchio (issue 2)
 REL_TOL_GENERATED = 1e-10    # generated C against the reference (issue 3)
 REL_TOL_IDENTITY = 1e-9      # algebraic identities on random trees
@@ -44,20 +46,6 @@ def assert_close(name, actual, expected, rel_tol, abs_floor=1.0):
     scale = np.maximum(np.abs(expected).max(initial=0.0), abs_floor)
     err = np.abs(actual - expected).max(initial=0.0)
     assert err <= rel_tol * scale, f"{name}: max error {err:.3e} > {rel_tol:.0e} x {scale:.3e}"
-
-
-def random_configuration(model, rng, batch=None):
-    """Random q: angles in [-pi, pi], positions in [-1, 1], unit quaternions."""
-    shape = (model.nq,) if batch is None else (batch, model.nq)
-    q = rng.uniform(-np.pi, np.pi, shape)
-    for joint in model.joints:
-        if joint.type in ("spherical", "free_flyer"):
-            start = joint.idx_q + (3 if joint.type == "free_flyer" else 0)
-            quat = rng.normal(size=shape[:-1] + (4,))
-            q[..., start:start + 4] = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-            if joint.type == "free_flyer":
-                q[..., joint.idx_q:joint.idx_q + 3] = rng.uniform(-1, 1, shape[:-1] + (3,))
-    return q
 
 
 def to_pinocchio_q(model, q):

@@ -15,19 +15,37 @@ from .kinematics import body_placements, frame_placement_transform, joint_kinema
 REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 
 
-def frame_jacobian(model, ops, q, frame, reference="local_world_aligned"):
-    if reference not in REFERENCE_FRAMES:
-        raise ModelError(f"reference {reference!r} is unknown; use one of {', '.join(REFERENCE_FRAMES)}")
+def joint_jacobians(model, ops, q):
+    """All joint axes in world coordinates at the world origin: 6 x nv, rows [linear; angular].
+
+    Returns the matrix and the body placements X_0 it was computed from.
+    """
     kin = joint_kinematics(model, ops, q)
     X_0 = body_placements(model, ops, kin)
-    X_0f = frame_placement_transform(model, ops, X_0, frame)
     J = [[0] * model.nv for _ in range(6)]
-    for j in (model.support(frame.body) if frame.body >= 0 else []):
-        joint = model.joints[j]
+    for j, joint in enumerate(model.joints):
         for k, s in enumerate(kin[j].S):
-            column = express(X_0[j].inv_apply_motion(s), X_0f, reference)
-            for row, value in enumerate(ops.let("J", j, column.lin + column.ang)):
+            column = ops.let("J", j, X_0[j].inv_apply_motion(s))
+            for row, value in enumerate(column.lin + column.ang):
                 J[row][joint.idx_v + k] = value
+    return J, X_0
+
+
+def frame_jacobian(model, ops, q, frame, reference="local_world_aligned"):
+    """The frame's 6 x nv Jacobian in `reference` (see the module docstring)."""
+    if reference not in REFERENCE_FRAMES:
+        raise ModelError(f"reference {reference!r} is unknown; use one of {', '.join(REFERENCE_FRAMES)}")
+    J_world, X_0 = joint_jacobians(model, ops, q)
+    X_0f = frame_placement_transform(model, ops, X_0, frame)
+    support = model.support(frame.body) if frame.body >= 0 else []
+    J = [[0] * model.nv for _ in range(6)]
+    for j in support:
+        joint = model.joints[j]
+        for col in range(joint.idx_v, joint.idx_v + joint.nv):
+            m = Motion([J_world[r][col] for r in (3, 4, 5)], [J_world[r][col] for r in (0, 1, 2)])
+            m = express(m, X_0f, reference)
+            for row, value in enumerate(m.lin + m.ang):
+                J[row][col] = value
     return J
 
 

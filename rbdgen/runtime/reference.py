@@ -16,7 +16,7 @@ from ..algorithms import energy as _energy
 from ..algorithms import jacobians as _jacobians
 from ..algorithms import kinematics as _kinematics
 from ..algorithms import rnea as _rnea
-from ..spatial import Force
+from ..spatial import forces_from_rows
 
 
 class NumericOps:
@@ -73,7 +73,7 @@ class _Inputs:
         else:
             self._agree(None, "f_ext", arr.shape, nb)
             rows = [[float(x) for x in arr[i]] for i in range(nb)]
-        return [Force(r[3:6], r[0:3]) for r in rows]
+        return forces_from_rows(rows)
 
     def output(self, values):
         """Nested lists of scalars -> an array, with the batch dimension first."""

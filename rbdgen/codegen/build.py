@@ -1,0 +1,260 @@
+"""URDF -> symbolic run -> C -> cffi extension -> generated/<robot>/, verified and cached.
+
+The build writes into a temporary folder beside the target and renames it into place under
+a lock, so an interrupted or concurrent build never leaves a broken module. The C files are
+compiled in parallel by the C compiler; cffi (API mode, out of line) compiles only its small
+wrapper, in a child process so that its output can be captured and its chdir stays there.
+"""
+
+import concurrent.futures
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .. import __version__
+from ..errors import BuildError, CodegenError
+from ..model.urdf import load_urdf
+from . import functions as fn_table
+from .cprinter import sanitize_identifier
+from .optimize import optimize
+from .recorder import record
+from .render import function_data, render_function, render_header, render_wrapper
+
+OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
+
+
+def _noop(message):
+    pass
+
+
+def model_fingerprint(model):
+    """A hash of everything the generated code depends on (exact float reprs)."""
+    h = hashlib.sha256()
+    parts = [repr(model.gravity)]
+    for i, joint in enumerate(model.joints):
+        parts.append(repr((joint.name, joint.type, sorted(vars(joint.model).items()), model.parent[i],
+                           model.X_T[i], model.inertia[i])))
+    parts += [repr((f.name, f.body, f.placement)) for f in model.frames]
+    h.update("\n".join(parts).encode())
+    return h.hexdigest()
+
+
+def generate_program(model, spec, cse=True):
+    """Record one function's algorithm on symbols and optimize the straight-line program."""
+    inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
+    program = record(lambda ops, *args: spec.run(model, ops, *args), inputs, spec.output(model))
+    return optimize(program, cse=cse)
+
+
+def _metadata(model, module, extension, specs, datas, key, options, urdf_sha256):
+    support = []
+    for b in range(model.nbodies):
+        mask = [False] * model.nv
+        for j in model.support(b):
+            joint = model.joints[j]
+            mask[joint.idx_v:joint.idx_v + joint.nv] = [True] * joint.nv
+        support.append(mask)
+    frames = {}
+    for f in model.frames:
+        E = f.placement.E
+        frames[f.name] = {"body": f.body, "rotation": [float(E[j][i]) for i in range(3) for j in range(3)],
+                          "translation": [float(x) for x in f.placement.r]}
+    return {
+        "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
+        "build_key": key, "urdf_sha256": urdf_sha256, "options": options,
+        "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
+        "total_mass": model.total_mass,
+        "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv}
+                   for j in model.joints],
+        "frames": frames, "support": support,
+        "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
+                                  "operations": d["operations"], "sincos": d["sincos"]} for d in datas},
+    }
+
+
+@contextlib.contextmanager
+def _lock(path):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cached(target, key):
+    try:
+        with open(os.path.join(target, "model.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return meta.get("build_key") == key and any(
+        name.startswith(meta["extension"] + ".") for name in os.listdir(target))
+
+
+def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
+                verify=True, progress=_noop, urdf_sha256=None):
+    """Generate, compile and load the module for `model`; reuse it when nothing changed."""
+    module = sanitize_identifier(name or model.name)
+    specs = fn_table.select(algorithms)
+    options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
+    key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__]).encode()).hexdigest()
+    os.makedirs(out_dir, exist_ok=True)
+    target = os.path.join(out_dir, module)
+    with _lock(os.path.join(out_dir, f".{module}.lock")):
+        if _cached(target, key):
+            progress(f"{module}: up to date, reusing {target}")
+            return load(target)
+        work = os.path.abspath(tempfile.mkdtemp(prefix=f".{module}-", dir=out_dir))
+        try:
+            _generate_into(work, model, module, specs, key, options, urdf_sha256, native, cse, progress)
+            trash = None
+            if os.path.exists(target):
+                trash = tempfile.mkdtemp(prefix=f".{module}-old-", dir=out_dir)
+                os.rename(target, os.path.join(trash, module))
+            os.rename(work, target)
+            if trash:
+                shutil.rmtree(trash, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+    loaded = load(target)
+    if verify:
+        from ..runtime.verify import verify_module
+        t0 = time.perf_counter()
+        report = verify_module(loaded, model, states=2)
+        bad = {k: v for k, v in report.items() if not v["ok"]}
+        if bad:
+            name_, worst = next(iter(bad.items()))
+            raise CodegenError(f"{module}: generated {name_} disagrees with the reference "
+                               f"(relative error {worst['error']:.2e}); please report this")
+        progress(f"verified against the reference ({time.perf_counter() - t0:.1f} s)")
+    return loaded
+
+
+def _generate_into(work, model, module, specs, key, options, urdf_sha256, native, cse, progress):
+    datas = []
+    for spec in specs:
+        t0 = time.perf_counter()
+        program = generate_program(model, spec, cse=cse)
+        datas.append(function_data(module, spec, program))
+        progress(f"  {spec.name}: {program.counts['operations']} operations "
+                 f"({time.perf_counter() - t0:.1f} s)")
+    extension = f"_{module}_{key[:12]}"
+    header = f"{module}.h"
+    sources = []
+    with open(os.path.join(work, header), "w") as f:
+        f.write(render_header(module, datas))
+    for data in datas:
+        path = os.path.join(work, f"{module}_{data['name']}.c")
+        with open(path, "w") as f:
+            f.write(render_function(header, data))
+        sources.append(path)
+    with open(os.path.join(work, "__init__.py"), "w") as f:
+        f.write(render_wrapper(module, datas))
+    with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
+        json.dump(_metadata(model, module, extension, specs, datas, key, options, urdf_sha256), f, indent=1)
+    t0 = time.perf_counter()
+    flags = OPT_FLAGS + (["-march=native"] if native else [])
+    objects = compile_sources(sources, flags, work)
+    progress(f"compiled {len(sources)} C files ({time.perf_counter() - t0:.1f} s)")
+    _cffi_extension(work, extension, header, objects)
+    # Objects were needed only for linking.
+    for obj in objects:
+        os.remove(obj)
+
+
+def compile_sources(sources, flags, work):
+    """Compile every C file to an object, in parallel; BuildError with the compiler output."""
+    cc = os.environ.get("CC", "cc")
+
+    def one(src):
+        obj = src[:-2] + ".o"
+        cmd = [cc, *flags, "-c", src, "-o", obj, "-I", work]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BuildError(f"compiling {os.path.basename(src)} failed: {' '.join(cmd)}",
+                             command=cmd, output=result.stdout + result.stderr)
+        return obj
+
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, sources))
+
+
+_CFFI_SCRIPT = r"""
+import json, sys
+from cffi import FFI
+spec = json.load(open(sys.argv[1]))
+ffi = FFI()
+ffi.cdef(spec["cdef"])
+ffi.set_source(spec["extension"], '#include "%s"' % spec["header"], include_dirs=[spec["work"]],
+               extra_objects=spec["objects"], extra_compile_args=["-O2"], libraries=["m"])
+ffi.compile(tmpdir=spec["work"], verbose=False)
+"""
+
+
+def _cffi_extension(work, extension, header, objects):
+    cdef = []
+    with open(os.path.join(work, header)) as f:
+        for line in f:
+            if line.startswith("void "):
+                cdef.append(line.strip())
+    spec_path = os.path.join(work, "_cffi_spec.json")
+    with open(spec_path, "w") as f:
+        json.dump({"cdef": "\n".join(cdef), "extension": extension, "header": header, "work": work,
+                   "objects": objects}, f)
+    cmd = [sys.executable, "-c", _CFFI_SCRIPT, spec_path]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    if result.returncode != 0:
+        raise BuildError(f"building the cffi extension {extension} failed", command=cmd,
+                         output=result.stdout + result.stderr)
+    for leftover in os.listdir(work):
+        path = os.path.join(work, leftover)
+        if leftover.startswith(extension) and leftover.endswith((".c", ".o")):
+            os.remove(path)
+        elif os.path.isdir(path):  # setuptools' build folders
+            shutil.rmtree(path, ignore_errors=True)
+    os.remove(spec_path)
+
+
+def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
+          cse=True, verify=True, progress=_noop):
+    """Build (or reuse) the module for a URDF and load it. See the README for its functions."""
+    t0 = time.perf_counter()
+    model = load_urdf(urdf_path, floating_base=floating_base)
+    with open(urdf_path, "rb") as f:
+        urdf_sha256 = hashlib.sha256(f.read()).hexdigest()
+    progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
+    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, urdf_sha256)
+
+
+def load(path):
+    """Load a generated package from its folder (needs only numpy and cffi)."""
+    import importlib.util
+    path = os.path.abspath(os.fspath(path))
+    init = os.path.join(path, "__init__.py")
+    meta_path = os.path.join(path, "model.json")
+    if not (os.path.isfile(init) and os.path.isfile(meta_path)):
+        raise BuildError(f"'{path}' is not a generated rbdgen module (no __init__.py and model.json); run rbdgen build")
+    with open(meta_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    package = f"rbdgen_generated_{meta['module']}_{meta['build_key'][:12]}"
+    if package in sys.modules:
+        return sys.modules[package]
+    spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[path])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[package]
+        raise
+    return module

@@ -1,0 +1,62 @@
+"""SymPy -> C99 expressions: input symbols become array slots, small powers become products."""
+
+import re
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+
+
+def sanitize_identifier(name, fallback="robot"):
+    """Map any text (a URDF robot name) to a safe C and Python identifier.
+
+    Only [A-Za-z0-9_] survive; anything else becomes '_', a leading digit gets a prefix,
+    and the result is never empty or a Python keyword. `x*/ system("rm -rf ~"); /*` becomes
+    `x___system__rm__rf_______`: harmless wherever it lands.
+    """
+    import keyword
+    ident = _IDENTIFIER.sub("_", str(name)) or fallback
+    if ident[0].isdigit():
+        ident = "r_" + ident
+    if keyword.iskeyword(ident) or ident.startswith("__"):
+        ident = "r_" + ident
+    return ident[:64]
+
+
+class SlotPrinter(C99CodePrinter):
+    """Prints input symbol `q_3` as `q[3]` and x**2 as x*x, 1/x as 1.0/x."""
+
+    def __init__(self, slots):
+        super().__init__()
+        self._slots = slots
+
+    def _print_Symbol(self, expr):
+        slot = self._slots.get(expr)
+        return slot if slot is not None else expr.name
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and 2 <= int(exp) <= 4:
+            b = self.parenthesize(base, 100)
+            return "(" + "*".join([b] * int(exp)) + ")"
+        if exp == -1:
+            return f"(1.0/{self.parenthesize(base, 100)})"
+        if exp.is_Integer and -4 <= int(exp) <= -2:
+            b = self.parenthesize(base, 100)
+            return "(1.0/(" + "*".join([b] * -int(exp)) + "))"
+        return super()._print_Pow(expr)
+
+    def _print_Float(self, expr):
+        return repr(float(expr))
+
+    def _print_Rational(self, expr):
+        return repr(float(expr))
+
+    def _print_Integer(self, expr):
+        return f"{int(expr)}.0"
+
+
+def slot_map(program):
+    """Input symbols -> 'name[k]'."""
+    return {sym: f"{name}[{k}]" for name, syms in program.inputs.items() for k, sym in enumerate(syms)}

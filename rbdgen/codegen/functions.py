@@ -1,0 +1,85 @@
+"""What a generated module contains: one entry per C function.
+
+Each entry names its inputs (array name and size), its output shape, and how to run the
+shared algorithm on symbols. The generated package's wrapper is built from the same table
+(through model.json), so the two cannot disagree.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..algorithms import aba, crba, energy, jacobians, kinematics, rnea
+from ..spatial import forces_from_rows
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    inputs: tuple            # argument names, each one of INPUT_SIZES
+    output: Callable         # model -> output shape
+    run: Callable            # (model, ops, *inputs) -> nested list of scalars
+    doc: str
+    scalar: bool = False     # the wrapper returns a float (energies)
+
+
+INPUT_SIZES = {
+    "q": lambda m: m.nq, "v": lambda m: m.nv, "a": lambda m: m.nv, "tau": lambda m: m.nv,
+    "fext": lambda m: 6 * m.nbodies,
+}
+
+
+def _fext(model, flat):
+    return forces_from_rows([flat[6 * i:6 * i + 6] for i in range(model.nbodies)])
+
+
+def _placements(model, ops, q):
+    X_0 = kinematics.body_placements(model, ops, kinematics.joint_kinematics(model, ops, q))
+    rows = []
+    for X in X_0:
+        R, p = kinematics.placement_as_rotation_translation(X)
+        rows.append([x for row in R for x in row] + p)
+    return rows
+
+
+FUNCTIONS = [
+    FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), rnea.rnea,
+                 "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA, seed 000 Algorithm 1)."),
+    FunctionSpec("rnea_fext", ("q", "v", "a", "fext"), lambda m: (m.nv,),
+                 lambda m, ops, q, v, a, f: rnea.rnea(m, ops, q, v, a, _fext(m, f)),
+                 "Inverse dynamics with external forces: tau = M a + C v + g - sum_i J_i^T f_i."),
+    FunctionSpec("nle", ("q", "v"), lambda m: (m.nv,), rnea.nle,
+                 "Nonlinear effects C(q, v) v + g(q)."),
+    FunctionSpec("gravity", ("q",), lambda m: (m.nv,), rnea.gravity,
+                 "Generalized gravity g(q)."),
+    FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), crba.crba,
+                 "Joint-space inertia matrix M(q), full and symmetric (CRBA, seed 000 Algorithm 2)."),
+    FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), aba.aba,
+                 "Forward dynamics a = M^-1 (tau - C v - g) (ABA, seed 000 Algorithm 3)."),
+    FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
+                 lambda m, ops, q, v, t, f: aba.aba(m, ops, q, v, t, _fext(m, f)),
+                 "Forward dynamics with external forces: a = M^-1 (tau - C v - g + sum_i J_i^T f_i)."),
+    FunctionSpec("placements", ("q",), lambda m: (m.nbodies, 12), _placements,
+                 "Every body's placement: rotation (row-major, body -> world) and origin."),
+    FunctionSpec("jacobians", ("q",), lambda m: (6, m.nv),
+                 lambda m, ops, q: jacobians.joint_jacobians(m, ops, q)[0],
+                 "Every joint axis in world coordinates at the world origin, rows [linear; angular]."),
+    FunctionSpec("com", ("q",), lambda m: (3,), energy.com, "Centre of mass in world coordinates."),
+    FunctionSpec("kinetic_energy", ("q", "v"), lambda m: (1,), energy.kinetic_energy,
+                 "Kinetic energy v^T M(q) v / 2.", scalar=True),
+    FunctionSpec("potential_energy", ("q",), lambda m: (1,), energy.potential_energy,
+                 "Potential energy -m g . c.", scalar=True),
+]
+
+BY_NAME = {f.name: f for f in FUNCTIONS}
+DEFAULT = tuple(f.name for f in FUNCTIONS)
+
+
+def select(names=None):
+    """The specs for `names` (all by default); unknown names raise a one-line error."""
+    from ..errors import CodegenError
+    if names is None:
+        return list(FUNCTIONS)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise CodegenError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(DEFAULT)}")
+    return [BY_NAME[n] for n in DEFAULT if n in names]

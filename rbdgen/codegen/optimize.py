@@ -1,0 +1,83 @@
+"""Clean-up of a recorded program: dead-code removal, CSE, operation counts.
+
+Whatever is done here, the generated code is compared with the reference afterwards.
+"""
+
+import sympy as sp
+
+from .recorder import Assignment, Program, SinCos
+
+
+def remove_dead_code(program):
+    """Keep only the statements the outputs depend on (walking back from the outputs)."""
+    needed = set()
+    for expr in program.outputs:
+        needed |= expr.free_symbols
+    kept = []
+    for st in reversed(program.statements):
+        if isinstance(st, SinCos):
+            if st.sin in needed or st.cos in needed:
+                kept.append(st)
+                needed |= st.arg.free_symbols
+        elif st.target in needed:
+            kept.append(st)
+            needed |= st.expr.free_symbols
+    return Program(program.inputs, kept[::-1], program.outputs, program.output_shape)
+
+
+def eliminate_common_subexpressions(program):
+    """Order-preserving CSE over the whole straight-line program (SymPy's cse).
+
+    Every statement's right-hand side is small (one line of the algorithm), so what this
+    finds is the products and sums shared between lines: each becomes a temporary placed
+    before its first use.
+    """
+    assignments = [st for st in program.statements if isinstance(st, Assignment)]
+    if not assignments:
+        return program
+    exprs = [st.expr for st in assignments] + list(program.outputs)
+    names = sp.numbered_symbols("x", real=True)
+    replacements, reduced = sp.cse(exprs, symbols=names, optimizations=None, order="none")
+    # Each CSE temporary goes right before the first statement (or output) that uses it.
+    index_of = {}
+    for k, (sym, expr) in enumerate(replacements):
+        index_of[sym] = k
+    pending = list(replacements)
+    placed = set()
+    new_statements = []
+
+    def place(expr):
+        for sym in sorted(expr.free_symbols & set(index_of), key=lambda s: index_of[s]):
+            if sym not in placed:
+                place(pending[index_of[sym]][1])
+                placed.add(sym)
+                new_statements.append(Assignment(sym, pending[index_of[sym]][1]))
+
+    it = iter(reduced)
+    for st in program.statements:
+        if isinstance(st, SinCos):
+            new_statements.append(st)
+            continue
+        expr = next(it)
+        place(expr)
+        new_statements.append(Assignment(st.target, expr))
+    outputs = list(it)
+    for expr in outputs:
+        place(expr)
+    return Program(program.inputs, new_statements, outputs, program.output_shape)
+
+
+def count_operations(program):
+    """Floating-point operations (SymPy's count: +, -, *, /, powers), sin/cos pairs apart."""
+    ops = sum(sp.count_ops(st.expr) for st in program.statements if isinstance(st, Assignment))
+    ops += sum(sp.count_ops(e) for e in program.outputs)
+    sincos = sum(1 for st in program.statements if isinstance(st, SinCos))
+    return {"operations": int(ops), "sincos": sincos}
+
+
+def optimize(program, cse=True):
+    program = remove_dead_code(program)
+    if cse:
+        program = remove_dead_code(eliminate_common_subexpressions(program))
+    program.counts = count_operations(program)
+    return program

@@ -1,0 +1,116 @@
+"""The symbolic run with per-line caching (seed 000 §8.3, DYNAMOD).
+
+An algorithm runs once on SymPy symbols. Each `let(name, i, value)` binds every
+non-trivial scalar of the line's result to a fresh temporary and records the assignment,
+so expressions never swell and later lines refer to the temporaries. Numbers and symbols
+stay literal, and an expression already bound reuses its temporary (hash-consing), so
+shared work is recorded once.
+"""
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from ..spatial import map_scalars
+
+
+@dataclass
+class Assignment:
+    target: sp.Symbol
+    expr: sp.Expr
+
+
+@dataclass
+class SinCos:
+    """sin and cos of one argument, computed together."""
+
+    sin: sp.Symbol
+    cos: sp.Symbol
+    arg: sp.Expr
+
+
+@dataclass
+class Program:
+    """A straight-line program: inputs (name -> symbols), statements, outputs."""
+
+    inputs: dict
+    statements: list
+    outputs: list
+    output_shape: tuple
+    counts: dict = field(default_factory=dict)
+
+
+def _is_trivial(expr):
+    """Literal numbers, symbols and their negations need no temporary."""
+    if not isinstance(expr, sp.Basic):
+        return True
+    if expr.is_Atom:
+        return True
+    return expr.is_Mul and len(expr.args) == 2 and expr.args[0] == -1 and expr.args[1].is_Symbol
+
+
+class SymbolicOps:
+    """The `ops` the algorithms receive in the generator: `let` records, `sincos` binds once."""
+
+    def __init__(self):
+        self.statements = []
+        self._bound = {}      # expression -> temporary (hash-consing)
+        self._sincos = {}     # argument -> (sin, cos)
+        self._counters = {}
+
+    def _fresh(self, prefix):
+        n = self._counters.get(prefix, 0)
+        self._counters[prefix] = n + 1
+        return sp.Symbol(f"{prefix}_{n}", real=True)
+
+    def let(self, name, index, value):
+        prefix = f"{name}{index}"
+        return map_scalars(value, lambda expr: self._bind(prefix, expr))
+
+    def _bind(self, prefix, expr):
+        if isinstance(expr, (int, float)):
+            return expr
+        if _is_trivial(expr):
+            return expr
+        found = self._bound.get(expr)
+        if found is not None:
+            return found
+        target = self._fresh(prefix)
+        self.statements.append(Assignment(target, expr))
+        self._bound[expr] = target
+        return target
+
+    def sincos(self, angle):
+        found = self._sincos.get(angle)
+        if found is None:
+            stem = str(angle).replace("[", "").replace("]", "") if angle.is_Symbol else f"t{len(self._sincos)}"
+            found = (sp.Symbol(f"s_{stem}", real=True), sp.Symbol(f"c_{stem}", real=True))
+            self.statements.append(SinCos(found[0], found[1], angle))
+            self._sincos[angle] = found
+        return found
+
+
+def input_symbols(name, size):
+    """Symbols name_0 .. name_{size-1}; the printer maps them to array slots name[k]."""
+    return [sp.Symbol(f"{name}_{k}", real=True) for k in range(size)]
+
+
+def record(run, inputs, output_shape):
+    """Run `run(ops, *symbol_lists)` on symbols and return the recorded Program.
+
+    `inputs` is a list of (name, size). The outputs are flattened row-major.
+    """
+    ops = SymbolicOps()
+    symbols = {name: input_symbols(name, size) for name, size in inputs}
+    result = run(ops, *symbols.values())
+    outputs = [sp.sympify(x) for x in _flatten(result)]
+    return Program(symbols, ops.statements, outputs, tuple(output_shape))
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            out.extend(_flatten(v))
+        return out
+    return [value]

@@ -1,0 +1,58 @@
+"""Straight-line programs -> C source and header, through Jinja2 templates (data only)."""
+
+import jinja2
+
+from .. import __version__
+from .cprinter import SlotPrinter, slot_map
+from .recorder import SinCos
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("rbdgen", "templates"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    keep_trailing_newline=True, autoescape=False)
+
+
+def template(name):
+    return _ENV.get_template(name)
+
+
+def function_data(module, spec, program):
+    """Everything the templates need about one function, as plain data."""
+    printer = SlotPrinter(slot_map(program))
+    statements = []
+    for st in program.statements:
+        if isinstance(st, SinCos):
+            statements.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
+                               "arg": printer.doprint(st.arg)})
+        else:
+            statements.append({"kind": "let", "target": st.target.name, "expr": printer.doprint(st.expr)})
+    size = 1
+    for d in program.output_shape:
+        size *= d
+    return {
+        "name": spec.name,
+        "cname": f"rbdgen_{module}_{spec.name}",
+        "doc": spec.doc.replace("*/", "* /"),
+        "inputs": [{"name": name, "size": len(syms)} for name, syms in program.inputs.items()],
+        "shape": list(program.output_shape),
+        "shape_text": repr(tuple(program.output_shape)),
+        "scalar": spec.scalar,
+        "out_size": size,
+        "statements": statements,
+        "outputs": [printer.doprint(e) for e in program.outputs],
+        "operations": program.counts["operations"],
+        "sincos": program.counts["sincos"],
+    }
+
+
+def render_header(module, functions):
+    return template("module.h.j2").render(version=__version__, module=module, functions=functions)
+
+
+def render_function(header, fn):
+    return template("function.c.j2").render(version=__version__, header=header, fn=fn)
+
+
+def render_wrapper(module, functions):
+    names = {fn["name"] for fn in functions}
+    return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names)
