@@ -527,7 +527,7 @@ def test_inertia_products_and_cross_operators(seed):
     Ic = np.array(inertia.I) - mass * (com @ com * np.eye(3) - np.outer(com, com))
     at_com = np.zeros((6, 6))
     at_com[:3, :3], at_com[3:, 3:] = Ic, mass * np.eye(3)
-    X_com = plucker(Transform(((1, 0, 0), (0, 1, 0), (0, 0, 1)), tuple(-com)))  # origin -> COM frame
+    X_com = plucker(Transform(((1, 0, 0), (0, 1, 0), (0, 0, 1)), tuple(com)))  # body -> COM frame
     assert_close("Inertia.from_com vs translated COM inertia", Im, X_com.T @ at_com @ X_com, REL_TOL_IDENTITY)
     # crm and crf
     w, u = np.array(m.ang), np.array(m.lin)

@@ -21,7 +21,7 @@ def aba(model, ops, q, v, tau, f_ext=None):
         bias[i] = ops.let("c", i, k.c_J + velocities[i].cross_motion(vJ))
         inertia: Inertia = model.inertia[i]
         IA[i] = inertia.matrix()
-        p_i = velocities[i].cross_force(inertia.apply(velocities[i]))
+        p_i = inertia.bias_force(velocities[i])
         pA[i] = p_i - f_ext[i] if f_ext is not None else p_i
 
     U, Dinv, u = [None] * n, [None] * n, [None] * n

@@ -61,7 +61,7 @@ class SymbolicOps:
     def _fresh(self, prefix):
         n = self._counters.get(prefix, 0)
         self._counters[prefix] = n + 1
-        return sp.Symbol(f"{prefix}_{n}", real=True)
+        return sp.Symbol(f"{prefix}_{n}")
 
     def let(self, name, index, value):
         prefix = f"{name}{index}"
@@ -84,7 +84,7 @@ class SymbolicOps:
         found = self._sincos.get(angle)
         if found is None:
             stem = str(angle).replace("[", "").replace("]", "") if angle.is_Symbol else f"t{len(self._sincos)}"
-            found = (sp.Symbol(f"s_{stem}", real=True), sp.Symbol(f"c_{stem}", real=True))
+            found = (sp.Symbol(f"s_{stem}"), sp.Symbol(f"c_{stem}"))
             self.statements.append(SinCos(found[0], found[1], angle))
             self._sincos[angle] = found
         return found
@@ -92,7 +92,7 @@ class SymbolicOps:
 
 def input_symbols(name, size):
     """Symbols name_0 .. name_{size-1}; the printer maps them to array slots name[k]."""
-    return [sp.Symbol(f"{name}_{k}", real=True) for k in range(size)]
+    return [sp.Symbol(f"{name}_{k}") for k in range(size)]
 
 
 def record(run, inputs, output_shape):

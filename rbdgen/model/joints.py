@@ -39,11 +39,12 @@ def _unit(axis, what):
     return tuple(snap(a / norm) for a in axis)
 
 
-def snap(x, tol=1e-12):
-    """Exact 0, 1 or -1 (Python ints) for values that are so up to rounding, else float.
+def snap(x, tol=1e-10):
+    """Exact 0, 1 or -1 (Python ints) for values within `tol` of them, else float.
 
-    URDF rotations of ±π/2 leave entries like 6e-17; as exact ints SymPy drops them,
-    so the generated code never multiplies by them.
+    URDF rotations of ±π/2 leave entries like 6e-17, or 4.9e-12 where the file writes
+    π/2 as 1.57079632679; as exact ints SymPy drops them, so the generated code never
+    multiplies by them. The change is far below the 1e-9 agreement with Pinocchio.
     """
     x = float(x)
     for exact in (0, 1, -1):

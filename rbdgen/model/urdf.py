@@ -92,7 +92,7 @@ def _positive_semidefinite(A):
 
 def _joint_model(joint, name, jtype):
     axis = _numbers(joint.find("axis"), "xyz", (1.0, 0.0, 0.0), 3, f"joint '{name}' <axis>")
-    if jtype in ("revolute", "continuous", "prismatic", "planar") and not any(axis):
+    if jtype in ("revolute", "continuous", "prismatic", "planar") and not math.sqrt(sum(a * a for a in axis)) > 1e-12:
         raise URDFError(f"joint '{name}': axis ({' '.join(f'{a:g}' for a in axis)}) has zero length; "
                         "give a non-zero <axis xyz>")
     if jtype == "revolute":

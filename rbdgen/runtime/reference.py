@@ -41,6 +41,7 @@ class _Inputs:
 
     def __init__(self):
         self.batch = None
+        self._seen = False
 
     def vector(self, x, n, what):
         arr = np.asarray(x, dtype=float)
@@ -52,9 +53,9 @@ class _Inputs:
         raise ValueError(f"{what}: expected ({n},) or (B, {n}), got {arr.shape}")
 
     def _agree(self, batch, what, shape, n):
-        if self.batch is not None and self.batch != batch:
+        if self._seen and self.batch != batch:
             raise ValueError(f"{what}: batch dimensions disagree: expected {self.batch_shape(n)}, got {shape}")
-        self.batch = batch
+        self.batch, self._seen = batch, True
 
     def batch_shape(self, n):
         return (n,) if self.batch in (None, False) else (self.batch, n)
@@ -77,11 +78,20 @@ class _Inputs:
 
     def output(self, values):
         """Nested lists of scalars -> an array, with the batch dimension first."""
-        arr = np.asarray(values, dtype=object)
+        shape, flat = _shape_and_entries(values)
         if self.batch is None:
-            return arr.astype(float)
-        flat = [np.broadcast_to(np.asarray(x, dtype=float), (self.batch,)) for x in arr.ravel()]
-        return np.stack(flat, axis=-1).reshape((self.batch,) + arr.shape)
+            return np.array(flat, dtype=float).reshape(shape)
+        columns = [np.broadcast_to(np.asarray(x, dtype=float), (self.batch,)) for x in flat]
+        return np.stack(columns, axis=-1).reshape((self.batch,) + shape)
+
+
+def _shape_and_entries(values):
+    """Shape and row-major scalars of nested lists whose leaves are scalars or batch arrays."""
+    if isinstance(values, (list, tuple)):
+        parts = [_shape_and_entries(v) for v in values]
+        inner = parts[0][0] if parts else ()
+        return (len(values),) + inner, [x for _, entries in parts for x in entries]
+    return (), [values]
 
 
 def _frame(model, frame):
