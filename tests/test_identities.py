@@ -42,7 +42,7 @@ for _seed in range(2):
             _shape = "tree" if _branched else "chain"
             _base = "floating" if _floating else "fixed"
             CASES.append((f"mixed-{_shape}-{_base}-{_seed}", 300 + 4 * _seed + 2 * _branched + _floating,
-                          8, ALL_JOINT_TYPES, _floating, _branched))
+                          len(ALL_JOINT_TYPES) + 1, ALL_JOINT_TYPES, _floating, _branched))
 # Joints with q-dot = v only: the Lagrange equations hold in plain coordinates.
 CASES.append(("qdot_is_v-chain-fixed", 400, 7, QDOT_IS_V, False, False))
 CASES.append(("qdot_is_v-tree-fixed", 401, 8, QDOT_IS_V, False, True))

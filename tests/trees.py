@@ -109,6 +109,7 @@ def make_joint(kind, rng):
 def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False, branched=True):
     """A random Model with `nbodies` moving bodies (the free-flyer root counts as one).
 
+    Every kind in `joint_types` occurs at least once when there are enough bodies.
     Body k (k >= 1) hangs from a random earlier body (branched) or from body k-1 (chain);
     sometimes the parent is given by the name of a fixed body attached to that body, so
     placements compose through it. Fixed bodies carry inertia; extra frames carry none.
@@ -118,6 +119,12 @@ def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False,
     builder = ModelBuilder(f"tree{seed}")
     fixed_on = {}        # moving body -> names of fixed bodies attached to it
     nfixed = nframes = 0
+    # joint kinds of the non-free-flyer bodies: every kind once if there is room, the rest
+    # drawn at random, in random order
+    nmoving = nbodies - (1 if floating_base else 0)
+    kinds = list(joint_types) if nmoving >= len(joint_types) else []
+    kinds += [joint_types[rng.integers(len(joint_types))] for _ in range(nmoving - len(kinds))]
+    kinds = [kinds[i] for i in rng.permutation(len(kinds))]
     for k in range(nbodies):
         if k == 0:
             parent_body = -1
@@ -129,7 +136,7 @@ def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False,
         if fixed_on.get(parent_body) and rng.random() < 0.5:
             names = fixed_on[parent_body]
             parent = names[rng.integers(len(names))]
-        kind = "free_flyer" if (k == 0 and floating_base) else joint_types[rng.integers(len(joint_types))]
+        kind = "free_flyer" if (k == 0 and floating_base) else kinds.pop()
         builder.add_body(parent, make_joint(kind, rng), f"j{k}_{kind}", f"body{k}",
                          X_T=random_transform(rng), inertia=random_inertia(rng))
         # a fixed body carrying inertia on about a third of the bodies

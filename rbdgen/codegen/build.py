@@ -53,7 +53,7 @@ def generate_program(model, spec, cse=True):
     return optimize(program, cse=cse)
 
 
-def _metadata(model, module, extension, specs, datas, key, options, urdf_sha256):
+def _metadata(model, module, extension, datas, key, options, source):
     support = []
     for b in range(model.nbodies):
         mask = [False] * model.nv
@@ -68,7 +68,7 @@ def _metadata(model, module, extension, specs, datas, key, options, urdf_sha256)
                           "translation": [float(x) for x in f.placement.r]}
     return {
         "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
-        "build_key": key, "urdf_sha256": urdf_sha256, "options": options,
+        "build_key": key, "options": options, "source": source or {},
         "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
         "total_mass": model.total_mass,
         "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv}
@@ -100,7 +100,7 @@ def _cached(target, key):
 
 
 def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
-                verify=True, progress=_noop, urdf_sha256=None):
+                verify=True, progress=_noop, source=None):
     """Generate, compile and load the module for `model`; reuse it when nothing changed."""
     module = sanitize_identifier(name or model.name)
     specs = fn_table.select(algorithms)
@@ -114,7 +114,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             return load(target)
         work = os.path.abspath(tempfile.mkdtemp(prefix=f".{module}-", dir=out_dir))
         try:
-            _generate_into(work, model, module, specs, key, options, urdf_sha256, native, cse, progress)
+            _generate_into(work, model, module, specs, key, options, source, native, cse, progress)
             trash = None
             if os.path.exists(target):
                 trash = tempfile.mkdtemp(prefix=f".{module}-old-", dir=out_dir)
@@ -139,7 +139,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
     return loaded
 
 
-def _generate_into(work, model, module, specs, key, options, urdf_sha256, native, cse, progress):
+def _generate_into(work, model, module, specs, key, options, source, native, cse, progress):
     datas = []
     for spec in specs:
         t0 = time.perf_counter()
@@ -160,7 +160,7 @@ def _generate_into(work, model, module, specs, key, options, urdf_sha256, native
     with open(os.path.join(work, "__init__.py"), "w") as f:
         f.write(render_wrapper(module, datas))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(_metadata(model, module, extension, specs, datas, key, options, urdf_sha256), f, indent=1)
+        json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
     t0 = time.perf_counter()
     flags = OPT_FLAGS + (["-march=native"] if native else [])
     objects = compile_sources(sources, flags, work)
@@ -231,9 +231,10 @@ def build(urdf_path, out_dir="generated", floating_base=False, name=None, algori
     t0 = time.perf_counter()
     model = load_urdf(urdf_path, floating_base=floating_base)
     with open(urdf_path, "rb") as f:
-        urdf_sha256 = hashlib.sha256(f.read()).hexdigest()
+        source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
+                  "floating_base": bool(floating_base)}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
-    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, urdf_sha256)
+    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source)
 
 
 def load(path):
