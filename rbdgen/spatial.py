@@ -296,6 +296,18 @@ class Inertia:
         return Force(add3(matvec3(self.I, v.ang), cross3(self.h, v.lin)),
                      sub3(scale3(self.m, v.lin), cross3(self.h, v.ang)))
 
+    def force(self, a, v):
+        """I a + v x* (I v): the force a body needs for acceleration a at velocity v.
+
+        Summing the two terms before multiplying by m and h~ (u = w x v_lin; a_lin + u is
+        the classical acceleration of the origin) saves a product per component:
+        angular I w' + w x (I w) + h x (a_lin + u), linear m (a_lin + u) - h x w' - w x (h x w).
+        """
+        w = v.ang
+        acc = add3(a.lin, cross3(w, v.lin))
+        return Force(add3(add3(matvec3(self.I, a.ang), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
+                     sub3(sub3(scale3(self.m, acc), cross3(self.h, a.ang)), cross3(w, cross3(self.h, w))))
+
     def bias_force(self, v):
         """v x* (I v), the velocity-product force, in the cheaper form the Jacobi identity gives.
 

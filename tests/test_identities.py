@@ -414,16 +414,56 @@ def test_euler_joint_dynamics_single_body(joint_cls):
 
 # ---------------------------------------------------------------- batches ---------------
 
-def test_batched_reference_matches_single_calls():
-    model = model_for("mixed-tree-floating-0")
+def pendulum():
+    """One revolute body: every output scalar is a batch array (no literal zeros)."""
+    b = ModelBuilder("pendulum")
+    b.add_body(-1, Revolute((0, 1, 0)), "hinge", "link",
+               inertia=Inertia.from_com(1.0, (0, 0, -0.5), ((0.1, 0, 0), (0, 0.1, 0), (0, 0, 0.1))))
+    return b.finish()
+
+
+@pytest.mark.parametrize("which", ["pendulum", "mixed-tree-floating-0", "spherical-chain-fixed"])
+def test_batched_reference_matches_single_calls(which):
+    """A leading batch dimension gives, row by row, the unbatched results."""
+    model = pendulum() if which == "pendulum" else model_for(which)
     rng = np.random.default_rng(9)
-    states = [random_state(model, rng) for _ in range(3)]
+    B = 3
+    states = [random_state(model, rng) for _ in range(B)]
     Q, V, A = (np.array([s[k] for s in states]) for k in range(3))
+    F = rng.uniform(-1, 1, (B, model.nbodies, 6))
+    frame = model.body_names[-1]
+    batched = {
+        "rnea": ref.rnea(model, Q, V, A, F),
+        "aba": ref.aba(model, Q, V, A, F),
+        "crba": ref.crba(model, Q),
+        "nle": ref.nle(model, Q, V),
+        "gravity": ref.gravity(model, Q),
+        "frame_jacobian": ref.frame_jacobian(model, Q, frame, "local"),
+        "rotation": ref.frame_placement(model, Q, frame)[0],
+        "position": ref.frame_placement(model, Q, frame)[1],
+        "kinetic_energy": ref.kinetic_energy(model, Q, V),
+        "potential_energy": ref.potential_energy(model, Q),
+        "com": ref.com(model, Q),
+    }
+    for k in range(B):
+        single = {
+            "rnea": ref.rnea(model, Q[k], V[k], A[k], F[k]),
+            "aba": ref.aba(model, Q[k], V[k], A[k], F[k]),
+            "crba": ref.crba(model, Q[k]),
+            "nle": ref.nle(model, Q[k], V[k]),
+            "gravity": ref.gravity(model, Q[k]),
+            "frame_jacobian": ref.frame_jacobian(model, Q[k], frame, "local"),
+            "rotation": ref.frame_placement(model, Q[k], frame)[0],
+            "position": ref.frame_placement(model, Q[k], frame)[1],
+            "kinetic_energy": ref.kinetic_energy(model, Q[k], V[k]),
+            "potential_energy": ref.potential_energy(model, Q[k]),
+            "com": ref.com(model, Q[k]),
+        }
+        for name, value in single.items():
+            assert batched[name].shape == (B,) + value.shape, \
+                f"batched {name}: shape {batched[name].shape}, expected {(B,) + value.shape}"
+            assert_close(f"batched {name}[{k}]", batched[name][k], value, REL_TOL_IDENTITY)
     tau = ref.rnea(model, Q, V, A)
-    M = ref.crba(model, Q)
-    for k in range(3):
-        assert_close(f"batched rnea[{k}]", tau[k], ref.rnea(model, Q[k], V[k], A[k]), REL_TOL_IDENTITY)
-        assert_close(f"batched crba[{k}]", M[k], ref.crba(model, Q[k]), REL_TOL_IDENTITY)
     assert_close("batched aba(rnea)", ref.aba(model, Q, V, tau), A, REL_TOL_IDENTITY)
 
 
@@ -537,6 +577,9 @@ def test_inertia_products_and_cross_operators(seed):
     f = random_force(rng)
     assert_close("cross_motion == crm(v) m", vec(m.cross_motion(n)), crm @ vec(n), REL_TOL_IDENTITY)
     assert_close("cross_force == -crm(v)^T f", vec(m.cross_force(f)), -crm.T @ vec(f), REL_TOL_IDENTITY)
+    # the velocity-product force v x* (I v)
+    assert_close("Inertia.bias_force == crf(v) I v", vec(inertia.bias_force(m)), -crm.T @ Im @ vec(m),
+                 REL_TOL_IDENTITY)
 
 
 @pytest.mark.parametrize("n", range(1, 7))

@@ -139,6 +139,11 @@ def test_crba(setup):
 
 def test_aba(setup):
     model, pm, pd, s = setup
+    if model.massless_joints():  # romeo: Pinocchio returns NaN, rbdgen says why
+        assert np.isnan(pin.aba(pm, pd, s.q_pin, s.v, s.tau)).any()
+        with pytest.raises(rbdgen.ModelError, match="moves no mass"):
+            ref.aba(model, s.q, s.v, s.tau)
+        return
     assert_close("aba", ref.aba(model, s.q, s.v, s.tau), pin.aba(pm, pd, s.q_pin, s.v, s.tau), REL_TOL_PINOCCHIO)
     assert_close("aba f_ext", ref.aba(model, s.q, s.v, s.tau, s.f_ext),
                  pin.aba(pm, pd, s.q_pin, s.v, s.tau, pin_fext(s.f_ext)), REL_TOL_PINOCCHIO)

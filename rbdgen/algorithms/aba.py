@@ -4,12 +4,14 @@ Returns a = M^-1 (tau - nle + sum J^T f_ext). Multi-DoF joints (spherical, free-
 invert their small D = S^T I^A S with one LDL^T factorization each.
 """
 
+from ..errors import ModelError
 from ..spatial import Inertia, add66, combine, matrix_apply, project, sum_terms
 from .kinematics import gravity_acceleration, joint_kinematics, joint_slices
 from .linalg import matvec, symmetric_inverse
 
 
 def aba(model, ops, q, v, tau, f_ext=None):
+    check_invertible(model)
     kin = joint_kinematics(model, ops, q, v)
     vs, taus = joint_slices(model, v, "v"), joint_slices(model, tau, "v")
     n = model.nbodies
@@ -30,7 +32,7 @@ def aba(model, ops, q, v, tau, f_ext=None):
         IA[i], pA[i] = ops.let("IA", i, IA[i]), ops.let("pA", i, pA[i])
         U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in k.S])
         D = [[s.dot(Uc) for Uc in U[i]] for s in k.S]
-        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D))
+        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
         u[i] = ops.let("u", i, [t - x for t, x in zip(taus[i], project(k.S, pA[i]))])
         p = model.parent[i]
         if p >= 0:
@@ -50,6 +52,14 @@ def aba(model, ops, q, v, tau, f_ext=None):
         joint = model.joints[i]
         qdd[joint.idx_v:joint.idx_v + joint.nv] = qdd_i
     return qdd
+
+
+def check_invertible(model):
+    """Forward dynamics needs a non-singular M: every joint must move some inertia."""
+    massless = model.massless_joints()
+    if massless:
+        raise ModelError(f"joint {massless[0]!r} moves no mass or inertia, so M is singular and forward "
+                         f"dynamics is undefined; give its links an <inertial> ({len(massless)} such joints)")
 
 
 def _articulated_update(IA, pA, c, U, Dinv, u):

@@ -3,11 +3,12 @@
 from ..spatial import sum_terms
 
 
-def symmetric_inverse(D):
+def symmetric_inverse(D, let=lambda name, value: value):
     """Inverse of a small symmetric positive-definite matrix by an LDL^T factorization.
 
     A 1x1 matrix costs one division. Larger ones (spherical, free-flyer joints in ABA) are
-    factorized once and inverted column by column, with one division per pivot.
+    factorized once and inverted column by column, with one division per pivot. `let`
+    binds each row of the factors, so symbolic entries stay small.
     """
     n = len(D)
     if n == 1:
@@ -15,20 +16,20 @@ def symmetric_inverse(D):
     L = [[0] * n for _ in range(n)]
     d, dinv = [0] * n, [0] * n
     for j in range(n):
-        d[j] = D[j][j] - sum_terms(L[j][k] * L[j][k] * d[k] for k in range(j))
-        dinv[j] = 1 / d[j]
+        d[j] = let("d", D[j][j] - sum_terms(L[j][k] * L[j][k] * d[k] for k in range(j)))
+        dinv[j] = let("dinv", 1 / d[j])
         L[j][j] = 1
         for i in range(j + 1, n):
-            L[i][j] = (D[i][j] - sum_terms(L[i][k] * L[j][k] * d[k] for k in range(j))) * dinv[j]
+            L[i][j] = let("L", (D[i][j] - sum_terms(L[i][k] * L[j][k] * d[k] for k in range(j))) * dinv[j])
     # Solve L d L^T X = 1, column by column, upper triangle only.
     inverse = [[0] * n for _ in range(n)]
     for col in range(n):
         y = [0] * n
         for i in range(n):
-            y[i] = (1 if i == col else 0) - sum_terms(L[i][k] * y[k] for k in range(i))
+            y[i] = let("y", (1 if i == col else 0) - sum_terms(L[i][k] * y[k] for k in range(i)))
         x = [0] * n
         for i in reversed(range(n)):
-            x[i] = y[i] * dinv[i] - sum_terms(L[k][i] * x[k] for k in range(i + 1, n))
+            x[i] = let("x", y[i] * dinv[i] - sum_terms(L[k][i] * x[k] for k in range(i + 1, n)))
         for i in range(col + 1):
             inverse[i][col] = x[i]
     return [[inverse[min(i, j)][max(i, j)] for j in range(n)] for i in range(n)]

@@ -15,7 +15,7 @@ def rnea(model, ops, q, v, a, f_ext=None):
     accelerations = body_accelerations(model, ops, kin, velocities, v, a, gravity_acceleration(model))
     forces = []
     for i, inertia in enumerate(model.inertia):
-        f = inertia.apply(accelerations[i]) + inertia.bias_force(velocities[i])
+        f = inertia.force(accelerations[i], velocities[i])
         if f_ext is not None:
             f = f - f_ext[i]
         forces.append(ops.let("f", i, f))

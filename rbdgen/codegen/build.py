@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
-from .render import function_data, render_function, render_header, render_wrapper
+from .render import function_data, render_function, render_header, render_wrapper, signature
 
 OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
 
@@ -103,7 +104,9 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
                 verify=True, progress=_noop, source=None):
     """Generate, compile and load the module for `model`; reuse it when nothing changed."""
     module = sanitize_identifier(name or model.name)
-    specs = fn_table.select(algorithms)
+    specs = fn_table.select(algorithms, model)
+    if algorithms is None and len(specs) < len(fn_table.FUNCTIONS):
+        progress(f"left out aba and aba_fext: joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
     key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__]).encode()).hexdigest()
     os.makedirs(out_dir, exist_ok=True)
@@ -140,53 +143,67 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
 
 
 def _generate_into(work, model, module, specs, key, options, source, native, cse, progress):
-    datas = []
-    for spec in specs:
-        t0 = time.perf_counter()
-        program = generate_program(model, spec, cse=cse)
-        datas.append(function_data(module, spec, program))
-        progress(f"  {spec.name}: {program.counts['operations']} operations "
-                 f"({time.perf_counter() - t0:.1f} s)")
+    """Generate, render and compile every function (in parallel processes), then link."""
     extension = f"_{module}_{key[:12]}"
     header = f"{module}.h"
-    sources = []
+    flags = OPT_FLAGS + (["-march=native"] if native else [])
     with open(os.path.join(work, header), "w") as f:
-        f.write(render_header(module, datas))
-    for data in datas:
-        path = os.path.join(work, f"{module}_{data['name']}.c")
-        with open(path, "w") as f:
-            f.write(render_function(header, data))
-        sources.append(path)
+        f.write(render_header(module, [signature(module, spec, model) for spec in specs]))
+    jobs = [(model, module, spec.name, cse, work, header, flags) for spec in specs]
+    # The costliest functions first, so the workers finish together.
+    jobs.sort(key=lambda job: -_COST.get(job[2], 1))
+    results = {}
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [pool.submit(_generate_function, *job) for job in jobs]
+        for future in concurrent.futures.as_completed(futures):
+            data, obj, seconds = future.result()
+            results[data["name"]] = (data, obj)
+            progress(f"  {data['name']}: {data['operations']} operations "
+                     f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
+    datas = [results[spec.name][0] for spec in specs]
+    objects = [results[spec.name][1] for spec in specs]
     with open(os.path.join(work, "__init__.py"), "w") as f:
         f.write(render_wrapper(module, datas))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
     t0 = time.perf_counter()
-    flags = OPT_FLAGS + (["-march=native"] if native else [])
-    objects = compile_sources(sources, flags, work)
-    progress(f"compiled {len(sources)} C files ({time.perf_counter() - t0:.1f} s)")
     _cffi_extension(work, extension, header, objects)
-    # Objects were needed only for linking.
-    for obj in objects:
+    progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
+    for obj in objects:  # needed only for linking
         os.remove(obj)
 
 
-def compile_sources(sources, flags, work):
-    """Compile every C file to an object, in parallel; BuildError with the compiler output."""
+# Relative cost of generating and compiling each function, to schedule the big ones first.
+_COST = {"aba_fext": 10, "aba": 10, "rnea_fext": 5, "rnea": 5, "nle": 5, "crba": 4, "kinetic_energy": 2}
+
+
+def _generate_function(model, module, name, cse, work, header, flags):
+    """One function: symbolic run, optimization, C file, object file (in a worker process)."""
+    spec = fn_table.BY_NAME[name]
+    t0 = time.perf_counter()
+    program = generate_program(model, spec, cse=cse)
+    t1 = time.perf_counter()
+    data = function_data(module, spec, model, program)
+    source = os.path.join(work, f"{module}_{name}.c")
+    with open(source, "w") as f:
+        f.write(render_function(header, data))
+    t2 = time.perf_counter()
+    obj = compile_source(source, flags, work)
+    return data, obj, (t1 - t0, t2 - t1, time.perf_counter() - t2)
+
+
+def compile_source(source, flags, work):
+    """Compile one C file to an object; BuildError with the command and compiler output."""
     cc = os.environ.get("CC", "cc")
-
-    def one(src):
-        obj = src[:-2] + ".o"
-        cmd = [cc, *flags, "-c", src, "-o", obj, "-I", work]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise BuildError(f"compiling {os.path.basename(src)} failed: {' '.join(cmd)}",
-                             command=cmd, output=result.stdout + result.stderr)
-        return obj
-
-    workers = max(1, min(len(sources), os.cpu_count() or 1))
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, sources))
+    obj = source[:-2] + ".o"
+    cmd = [cc, *flags, "-c", source, "-o", obj, "-I", work]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"compiling {os.path.basename(source)} failed: {' '.join(cmd)}",
+                         command=cmd, output=result.stdout + result.stderr)
+    return obj
 
 
 _CFFI_SCRIPT = r"""

@@ -25,11 +25,42 @@ def sanitize_identifier(name, fallback="robot"):
 
 
 class SlotPrinter(C99CodePrinter):
-    """Prints input symbol `q_3` as `q[3]` and x**2 as x*x, 1/x as 1.0/x."""
+    """Prints input symbol `q_3` as `q[3]` and x**2 as x*x, 1/x as 1.0/x.
+
+    Sums and products print their arguments in SymPy's canonical order (deterministic);
+    the base printer would sort the terms again, which took most of the time of a build.
+    """
 
     def __init__(self, slots):
         super().__init__()
         self._slots = slots
+
+    def expression(self, expr):
+        return self._print(expr)
+
+    def _print_Add(self, expr, order=None):
+        text = self._print(expr.args[0])
+        for term in expr.args[1:]:
+            t = self._print(term)
+            text += " - " + t[1:] if t.startswith("-") else " + " + t
+        return text
+
+    def _print_Mul(self, expr):
+        coeff, rest = expr.as_coeff_Mul()
+        sign = ""
+        if coeff.is_negative:
+            sign, coeff = "-", -coeff
+        factors = [] if coeff == 1 else [self._print(coeff)]
+        divisors = []
+        for factor in (rest.args if rest.is_Mul else (rest,)):
+            if factor.is_Pow and factor.args[1] == -1:
+                divisors.append(self.parenthesize(factor.args[0], 50))
+            else:
+                factors.append(self.parenthesize(factor, 50))
+        text = "*".join(factors) if factors else "1.0"
+        for d in divisors:
+            text += "/" + d
+        return sign + text
 
     def _print_Symbol(self, expr):
         slot = self._slots.get(expr)

@@ -74,11 +74,19 @@ BY_NAME = {f.name: f for f in FUNCTIONS}
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 
 
-def select(names=None):
-    """The specs for `names` (all by default); unknown names raise a one-line error."""
+NEED_INVERTIBLE_M = ("aba", "aba_fext")
+
+
+def select(names=None, model=None):
+    """The specs for `names` (all by default); unknown names raise a one-line error.
+
+    By default, forward dynamics is left out of a model whose M is singular (a joint that
+    moves no mass): there is nothing finite to compute.
+    """
     from ..errors import CodegenError
     if names is None:
-        return list(FUNCTIONS)
+        singular = model is not None and model.massless_joints()
+        return [f for f in FUNCTIONS if not (singular and f.name in NEED_INVERTIBLE_M)]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise CodegenError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(DEFAULT)}")

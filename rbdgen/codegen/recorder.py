@@ -10,6 +10,7 @@ shared work is recorded once.
 from dataclasses import dataclass, field
 
 import sympy as sp
+from sympy.core.parameters import distribute
 
 from ..spatial import map_scalars
 
@@ -40,6 +41,12 @@ class Program:
     counts: dict = field(default_factory=dict)
 
 
+def _symbol(name):
+    """Symbols are real and finite: SymPy then settles `0 * expr` without searching the
+    expression for infinities, which otherwise dominates the symbolic run."""
+    return sp.Symbol(name, real=True, finite=True)
+
+
 def _is_trivial(expr):
     """Literal numbers, symbols and their negations need no temporary."""
     if not isinstance(expr, sp.Basic):
@@ -61,7 +68,7 @@ class SymbolicOps:
     def _fresh(self, prefix):
         n = self._counters.get(prefix, 0)
         self._counters[prefix] = n + 1
-        return sp.Symbol(f"{prefix}_{n}")
+        return _symbol(f"{prefix}_{n}")
 
     def let(self, name, index, value):
         prefix = f"{name}{index}"
@@ -84,7 +91,7 @@ class SymbolicOps:
         found = self._sincos.get(angle)
         if found is None:
             stem = str(angle).replace("[", "").replace("]", "") if angle.is_Symbol else f"t{len(self._sincos)}"
-            found = (sp.Symbol(f"s_{stem}"), sp.Symbol(f"c_{stem}"))
+            found = (_symbol(f"s_{stem}"), _symbol(f"c_{stem}"))
             self.statements.append(SinCos(found[0], found[1], angle))
             self._sincos[angle] = found
         return found
@@ -92,7 +99,7 @@ class SymbolicOps:
 
 def input_symbols(name, size):
     """Symbols name_0 .. name_{size-1}; the printer maps them to array slots name[k]."""
-    return [sp.Symbol(f"{name}_{k}") for k in range(size)]
+    return [_symbol(f"{name}_{k}") for k in range(size)]
 
 
 def record(run, inputs, output_shape):
@@ -102,7 +109,9 @@ def record(run, inputs, output_shape):
     """
     ops = SymbolicOps()
     symbols = {name: input_symbols(name, size) for name, size in inputs}
-    result = run(ops, *symbols.values())
+    # SymPy would distribute c*(x + y) into c*x + c*y: one product per term instead of one.
+    with distribute(False):
+        result = run(ops, *symbols.values())
     outputs = [sp.sympify(x) for x in _flatten(result)]
     return Program(symbols, ops.statements, outputs, tuple(output_shape))
 

@@ -16,33 +16,38 @@ def template(name):
     return _ENV.get_template(name)
 
 
-def function_data(module, spec, program):
-    """Everything the templates need about one function, as plain data."""
-    printer = SlotPrinter(slot_map(program))
-    statements = []
-    for st in program.statements:
-        if isinstance(st, SinCos):
-            statements.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
-                               "arg": printer.doprint(st.arg)})
-        else:
-            statements.append({"kind": "let", "target": st.target.name, "expr": printer.doprint(st.expr)})
+def signature(module, spec, model):
+    """What the header and the wrapper need about a function, known before generating it."""
+    from .functions import INPUT_SIZES
+    shape = tuple(spec.output(model))
     size = 1
-    for d in program.output_shape:
+    for d in shape:
         size *= d
     return {
         "name": spec.name,
         "cname": f"rbdgen_{module}_{spec.name}",
         "doc": spec.doc.replace("*/", "* /"),
-        "inputs": [{"name": name, "size": len(syms)} for name, syms in program.inputs.items()],
-        "shape": list(program.output_shape),
-        "shape_text": repr(tuple(program.output_shape)),
-        "scalar": spec.scalar,
+        "inputs": [{"name": name, "size": INPUT_SIZES[name](model)} for name in spec.inputs],
+        "shape": list(shape),
+        "shape_text": repr(shape),
         "out_size": size,
-        "statements": statements,
-        "outputs": [printer.doprint(e) for e in program.outputs],
-        "operations": program.counts["operations"],
-        "sincos": program.counts["sincos"],
+        "scalar": spec.scalar,
     }
+
+
+def function_data(module, spec, model, program):
+    """Everything the templates need about one generated function, as plain data."""
+    printer = SlotPrinter(slot_map(program))
+    statements = []
+    for st in program.statements:
+        if isinstance(st, SinCos):
+            statements.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
+                               "arg": printer.expression(st.arg)})
+        else:
+            statements.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr)})
+    return dict(signature(module, spec, model), statements=statements,
+                outputs=[printer.expression(e) for e in program.outputs],
+                operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
 def render_header(module, functions):

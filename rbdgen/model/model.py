@@ -90,6 +90,15 @@ class Model:
     def children(self, body):
         return [i for i, p in enumerate(self.parent) if p == body]
 
+    def massless_joints(self):
+        """Joints that move no mass and no rotational inertia: M is singular with them, so
+        forward dynamics (ABA) is undefined. Found from the structure, not from a state."""
+        carries = [I.m != 0 or any(x != 0 for row in I.I for x in row) for I in self.inertia]
+        for i in reversed(range(self.nbodies)):
+            if carries[i] and self.parent[i] >= 0:
+                carries[self.parent[i]] = True
+        return [j.name for j, c in zip(self.joints, carries) if not c]
+
     @property
     def total_mass(self):
         return float(sum(I.m for I in self.inertia))
