@@ -13,7 +13,8 @@ from ..spatial import Motion, Transform, add3, combine, cross3, matTvec3, neg3
 class JointKinematics:
     X_up: Transform   # parent body -> body i
     S: list           # motion subspace, one Motion per velocity coordinate
-    c_J: Motion       # joint bias dS/dt v
+    S_dot: list       # its rate of change in body coordinates (None: S is constant)
+    c_J: Motion       # joint bias S_dot v
 
 
 def joint_slices(model, x, which):
@@ -29,9 +30,12 @@ def joint_kinematics(model, ops, q, v=None):
     vs = joint_slices(model, v, "v") if v is not None else [[0] * j.nv for j in model.joints]
     result = []
     for i, joint in enumerate(model.joints):
-        X_J, S, c_J = joint.model.calc(ops, qs[i], vs[i])
+        X_J, S, S_dot = joint.model.calc(ops, qs[i], vs[i])
         X_up = ops.let("X", i, X_J.compose(model.X_T[i]))
-        result.append(JointKinematics(X_up, ops.let("S", i, S), ops.let("cJ", i, c_J)))
+        if S_dot is not None:
+            S_dot = ops.let("Sd", i, S_dot)
+        c_J = ops.let("cJ", i, combine(S_dot, vs[i])) if S_dot is not None else Motion()
+        result.append(JointKinematics(X_up, ops.let("S", i, S), S_dot, c_J))
     return result
 
 

@@ -2,7 +2,8 @@
 
 `calc(ops, q, v)` takes the joint's slices of q and v and returns the joint transform X_J
 (parent joint frame -> child body frame), the motion subspace S (one Motion per velocity
-coordinate, in child coordinates) and the bias c_J = dS/dt v. Joint velocities are those
+coordinate, in child coordinates) and S_dot, the rate of change of S in child coordinates
+along v (None where S is constant); the bias is c_J = S_dot v. Joint velocities are those
 of Pinocchio: for every joint here v is the child's velocity relative to the parent,
 expressed in the child frame, so q-dot differs from v for the quaternion and planar
 joints. `ops.sincos(angle)` gives sine and cosine together (symbols in the generator).
@@ -68,7 +69,7 @@ class Revolute(JointModel):
         s, c = ops.sincos(q[0])
         E = transpose3(axis_rotation(self.axis, s, c))
         S = Motion(self.axis, ZERO3)
-        return Transform(E, ZERO3), [S], Motion()
+        return Transform(E, ZERO3), [S], None
 
     def describe(self):
         return f"{self.type} axis {self.axis}"
@@ -81,7 +82,7 @@ class Prismatic(JointModel):
         self.axis = _unit(axis, "prismatic joint")
 
     def calc(self, ops, q, v):
-        return Transform(IDENTITY3, scale3(q[0], self.axis)), [Motion(ZERO3, self.axis)], Motion()
+        return Transform(IDENTITY3, scale3(q[0], self.axis)), [Motion(ZERO3, self.axis)], None
 
     def describe(self):
         return f"prismatic axis {self.axis}"
@@ -100,7 +101,7 @@ class Helical(JointModel):
         s, c = ops.sincos(q[0])
         E = transpose3(axis_rotation(self.axis, s, c))
         r = scale3(self.pitch * q[0], self.axis)
-        return Transform(E, r), [Motion(self.axis, scale3(self.pitch, self.axis))], Motion()
+        return Transform(E, r), [Motion(self.axis, scale3(self.pitch, self.axis))], None
 
     def describe(self):
         return f"helical axis {self.axis} pitch {self.pitch}"
@@ -120,7 +121,7 @@ class Spherical(JointModel):
 
     def calc(self, ops, q, v):
         E = transpose3(quaternion_to_rotation(*q))
-        return Transform(E, ZERO3), _unit_columns(angular=True), Motion()
+        return Transform(E, ZERO3), _unit_columns(angular=True), None
 
     def neutral(self):
         return [0.0, 0.0, 0.0, 1.0]
@@ -138,7 +139,7 @@ class FreeFlyer(JointModel):
 
     def calc(self, ops, q, v):
         E = transpose3(quaternion_to_rotation(*q[3:7]))
-        return Transform(E, q[0:3]), _unit_columns(angular=False) + _unit_columns(angular=True), Motion()
+        return Transform(E, q[0:3]), _unit_columns(angular=False) + _unit_columns(angular=True), None
 
     def neutral(self):
         return [0.0] * 6 + [1.0]
@@ -151,7 +152,7 @@ class TranslationXYZ(JointModel):
     nq, nv = 3, 3
 
     def calc(self, ops, q, v):
-        return Transform(IDENTITY3, q), _unit_columns(angular=False), Motion()
+        return Transform(IDENTITY3, q), _unit_columns(angular=False), None
 
 
 class Planar(JointModel):
@@ -178,7 +179,7 @@ class Planar(JointModel):
         E = transpose3(axis_rotation(self.normal, s, c))
         r = tuple(q[0] * a + q[1] * b for a, b in zip(self.u, self.w))
         S = [Motion(ZERO3, self.u), Motion(ZERO3, self.w), Motion(self.normal, ZERO3)]
-        return Transform(E, r), S, Motion()
+        return Transform(E, r), S, None
 
     def describe(self):
         return f"planar normal {self.normal}"
@@ -202,8 +203,8 @@ class EulerZYX(JointModel):
         # Time derivatives of the first two columns; the third is constant.
         dcol0 = (-c1 * d1, -s1 * d1 * s2 + c1 * c2 * d2, -s1 * d1 * c2 - c1 * s2 * d2)
         dcol1 = (0, -s2 * d2, -c2 * d2)
-        c = tuple(a * d0 + b * d1 for a, b in zip(dcol0, dcol1))
-        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], Motion(c, ZERO3)
+        S_dot = [Motion(dcol0, ZERO3), Motion(dcol1, ZERO3), Motion()]
+        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], S_dot
 
 
 class EulerXYZ(JointModel):
@@ -219,8 +220,8 @@ class EulerXYZ(JointModel):
         d0, d1, d2 = v
         dcol0 = (-s2 * d2 * c1 - c2 * s1 * d1, -c2 * d2 * c1 + s2 * s1 * d1, c1 * d1)
         dcol1 = (c2 * d2, -s2 * d2, 0)
-        c = tuple(a * d0 + b * d1 for a, b in zip(dcol0, dcol1))
-        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], Motion(c, ZERO3)
+        S_dot = [Motion(dcol0, ZERO3), Motion(dcol1, ZERO3), Motion()]
+        return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], S_dot
 
 
 def _rot_x(s, c):
