@@ -399,3 +399,42 @@ def map_scalars(value, fn):
 def forces_from_rows(rows):
     """Pinocchio's external-force rows [force; torque] -> Forces [torque; force]."""
     return [Force(tuple(r[3:6]), tuple(r[0:3])) for r in rows]
+
+
+# ---------------------------------------------------------------- 6x6 operators ----------
+
+def transpose66(A):
+    return tuple(tuple(A[j][i] for j in range(6)) for i in range(6))
+
+
+def matmul66(A, B):
+    return tuple(tuple(sum_terms(A[i][k] * B[k][j] for k in range(6)) for j in range(6)) for i in range(6))
+
+
+def motion_cross_matrix(v):
+    """The 6x6 matrix of v x (crm): [w~ 0; v_lin~ w~]."""
+    return _from_blocks_general(skew(v.ang), ((0, 0, 0),) * 3, skew(v.lin), skew(v.ang))
+
+
+def force_cross_bar_matrix(f):
+    """The 6x6 matrix f x-bar with (f x-bar) m = m x* f: [-n~ -f~; -f~ 0]."""
+    n, lin = skew(f.ang), skew(f.lin)
+    neg = lambda A: tuple(tuple(-x for x in row) for row in A)
+    return _from_blocks_general(neg(n), neg(lin), neg(lin), ((0, 0, 0),) * 3)
+
+
+def _from_blocks_general(A, B, C, D):
+    """[A B; C D] from four 3x3 blocks."""
+    return tuple(tuple(A[k]) + tuple(B[k]) for k in range(3)) + tuple(tuple(C[k]) + tuple(D[k]) for k in range(3))
+
+
+def coriolis_factor(inertia, v):
+    """The body-level Christoffel-consistent factorization B(I, v) of seed 002 eq. (10):
+    B = 1/2 [ (v x*) I + (I v) x-bar - I (v x) ], so that B v = v x* I v and
+    B + B^T is the rate of change of I for a body moving with v (the 6x6 matrix)."""
+    I = inertia.matrix()
+    crf = transpose66(tuple(tuple(-x for x in row) for row in motion_cross_matrix(v)))  # v x* = -(v x)^T
+    first = matmul66(crf, I)
+    second = force_cross_bar_matrix(inertia.apply(v))
+    third = matmul66(I, motion_cross_matrix(v))
+    return tuple(tuple((first[i][j] + second[i][j] - third[i][j]) / 2 for j in range(6)) for i in range(6))
