@@ -5,44 +5,40 @@ invert their small D = S^T I^A S with one LDL^T factorization each.
 """
 
 from ..errors import ModelError
-from ..spatial import Inertia, add66, combine, matrix_apply, project, sum_terms
+from ..spatial import Motion, add66, combine, matrix_apply, project, sum_terms
 from .kinematics import gravity_acceleration, joint_kinematics, joint_slices
 from .linalg import matvec, symmetric_inverse
 
 
-def aba(model, ops, q, v, tau, f_ext=None):
+def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
+    """Forward dynamics; with gravity=False and v = 0 this is M^-1 tau (minv_times)."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q, v)
     vs, taus = joint_slices(model, v, "v"), joint_slices(model, tau, "v")
     n = model.nbodies
-    velocities, bias, IA, pA = [None] * n, [None] * n, [None] * n, [None] * n
+    velocities, bias, pA = [None] * n, [None] * n, [None] * n
     for i, k in enumerate(kin):
         p = model.parent[i]
         vJ = combine(k.S, vs[i])
         velocities[i] = ops.let("v", i, vJ if p < 0 else k.X_up.apply_motion(velocities[p]) + vJ)
         bias[i] = ops.let("c", i, k.c_J + velocities[i].cross_motion(vJ))
-        inertia: Inertia = model.inertia[i]
-        IA[i] = inertia.matrix()
-        p_i = inertia.bias_force(velocities[i])
+        p_i = model.inertia[i].bias_force(velocities[i])
         pA[i] = p_i - f_ext[i] if f_ext is not None else p_i
 
-    U, Dinv, u = [None] * n, [None] * n, [None] * n
+    IA, U, Dinv, Ia = articulated_inertias(model, ops, kin)
+    u = [None] * n
     for i in reversed(range(n)):
         k = kin[i]
-        IA[i], pA[i] = ops.let("IA", i, IA[i]), ops.let("pA", i, pA[i])
-        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in k.S])
-        D = [[s.dot(Uc) for Uc in U[i]] for s in k.S]
-        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
+        pA[i] = ops.let("pA", i, pA[i])
         u[i] = ops.let("u", i, [t - x for t, x in zip(taus[i], project(k.S, pA[i]))])
         p = model.parent[i]
         if p >= 0:
-            Ia, pa = _articulated_update(IA[i], pA[i], bias[i], U[i], Dinv[i], u[i])
-            IA[p] = add66(IA[p], k.X_up.matrix_to_parent(ops.let("Ia", i, Ia)))
+            pa = pA[i] + matrix_apply(Ia[i], bias[i]) + combine(U[i], matvec(Dinv[i], u[i]))
             pA[p] = pA[p] + k.X_up.inv_apply_force(ops.let("pa", i, pa))
 
     accelerations = [None] * n
     qdd = [0] * model.nv
-    a_root = gravity_acceleration(model)
+    a_root = gravity_acceleration(model) if gravity else Motion()
     for i, k in enumerate(kin):
         p = model.parent[i]
         a_prime = k.X_up.apply_motion(a_root if p < 0 else accelerations[p]) + bias[i]
@@ -54,6 +50,25 @@ def aba(model, ops, q, v, tau, f_ext=None):
     return qdd
 
 
+def articulated_inertias(model, ops, kin):
+    """The inertia half of ABA's backward pass: for each body I^A, U = I^A S, D^-1 and
+    I^a = I^A - U D^-1 U^T (what it passes to its parent). Shared with M^-1 (minv.py)."""
+    n = model.nbodies
+    IA = [I.matrix() for I in model.inertia]
+    U, Dinv, Ia = [None] * n, [None] * n, [None] * n
+    for i in reversed(range(n)):
+        k = kin[i]
+        IA[i] = ops.let("IA", i, IA[i])
+        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in k.S])
+        D = [[s.dot(Uc) for Uc in U[i]] for s in k.S]
+        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
+        p = model.parent[i]
+        if p >= 0:
+            Ia[i] = ops.let("Ia", i, _subtract_projection(IA[i], U[i], Dinv[i]))
+            IA[p] = add66(IA[p], k.X_up.matrix_to_parent(Ia[i]))
+    return IA, U, Dinv, Ia
+
+
 def check_invertible(model):
     """Forward dynamics needs a non-singular M: every joint must move some inertia."""
     massless = model.massless_joints()
@@ -62,13 +77,11 @@ def check_invertible(model):
                          f"dynamics is undefined; give its links an <inertial> ({len(massless)} such joints)")
 
 
-def _articulated_update(IA, pA, c, U, Dinv, u):
-    """I^a = I^A - U D^-1 U^T and p^a = p^A + I^a c + U D^-1 u: what body i passes up."""
+def _subtract_projection(IA, U, Dinv):
+    """I^A - U D^-1 U^T, symmetric (upper triangle computed)."""
     W = [combine(U, column) for column in zip(*Dinv)]   # U D^-1, one Force per column
     Ue = [Uk.entries() for Uk in U]
     We = [Wk.entries() for Wk in W]
     upper = {(r, col): IA[r][col] - sum_terms(w[r] * ue[col] for w, ue in zip(We, Ue))
              for r in range(6) for col in range(r, 6)}
-    Ia = tuple(tuple(upper[min(r, col), max(r, col)] for col in range(6)) for r in range(6))
-    pa = pA + matrix_apply(Ia, c) + combine(W, u)
-    return Ia, pa
+    return tuple(tuple(upper[min(r, col), max(r, col)] for col in range(6)) for r in range(6))

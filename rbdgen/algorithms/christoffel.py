@@ -18,13 +18,14 @@ coordinates).
 
 from ..spatial import coriolis_factor, matrix_apply, transpose66
 from .kinematics import body_placements, joint_kinematics
+from .momentum import world_composite_inertias
 
 
 def christoffel(model, ops, q):
     """Gamma, nv x nv x nv, as nested lists Gamma[i][j][k]."""
     kin = joint_kinematics(model, ops, q)
     X_0 = body_placements(model, ops, kin)
-    nv, nb = model.nv, model.nbodies
+    nv = model.nv
     body_of = [i for i, joint in enumerate(model.joints) for _ in range(joint.nv)]
     S, S_rate = [None] * nv, {}
     for i, joint in enumerate(model.joints):
@@ -37,11 +38,7 @@ def christoffel(model, ops, q):
             if S_dot is not None:
                 for c in range(joint.nv):
                     S_rate[joint.idx_v + c, joint.idx_v + k] = ops.let("dS", i, X_0[i].inv_apply_motion(S_dot[c]))
-    IC = [X_0[i].inertia_to_parent(model.inertia[i]) for i in range(nb)]
-    for i in reversed(range(nb)):
-        IC[i] = ops.let("IC", i, IC[i])
-        if model.parent[i] >= 0:
-            IC[model.parent[i]] = IC[model.parent[i]] + IC[i]
+    IC = world_composite_inertias(model, ops, X_0)
     ICm = [I.matrix() for I in IC]
 
     def on_path(a, b):

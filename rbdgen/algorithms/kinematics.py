@@ -6,7 +6,7 @@ transform from the parent body, X_up[i] = X_J(q_i) X_T[i].
 
 from dataclasses import dataclass
 
-from ..spatial import Motion, Transform, add3, combine, cross3, matTvec3, neg3
+from ..spatial import Motion, Transform, combine, neg3
 
 
 @dataclass
@@ -84,25 +84,15 @@ def body_accelerations(model, ops, kin, velocities, v, a, a_root):
     return accelerations
 
 
+def body_motion(model, ops, q, v, a):
+    """Every body's velocity and acceleration (no gravity) in body coordinates, as rows
+    [w, v_O, w-dot, a_O]: what point velocities and accelerations are made of."""
+    kin = joint_kinematics(model, ops, q, v)
+    velocities = body_velocities(model, ops, kin, v)
+    accelerations = body_accelerations(model, ops, kin, velocities, v, a, Motion())
+    return [list(vel.entries() + acc.entries()) for vel, acc in zip(velocities, accelerations)]
+
+
 def gravity_acceleration(model):
     """The base acceleration -g that folds gravity into the recursion (Featherstone's trick)."""
     return Motion((0, 0, 0), neg3(model.gravity))
-
-
-def world_motion(X_0, m):
-    """A motion in body coordinates, expressed in world coordinates at the world origin."""
-    return X_0.inv_apply_motion(m)
-
-
-def point_velocity_from_world(m_world, p):
-    """Linear velocity of the body-fixed point at world position p, from a world motion."""
-    return add3(m_world.lin, cross3(m_world.ang, p))
-
-
-def body_origin(X_0):
-    return X_0.r
-
-
-__all__ = ["JointKinematics", "joint_kinematics", "body_placements", "frame_placement_transform",
-           "placement_as_rotation_translation", "body_velocities", "body_accelerations",
-           "gravity_acceleration", "world_motion", "point_velocity_from_world", "matTvec3"]

@@ -11,10 +11,16 @@ import math
 import numpy as np
 
 from ..algorithms import aba as _aba
+from ..algorithms import christoffel as _christoffel
+from ..algorithms import contact as _contact
+from ..algorithms import coriolis as _coriolis
 from ..algorithms import crba as _crba
 from ..algorithms import energy as _energy
+from ..algorithms import fd_crba as _fd_crba
 from ..algorithms import jacobians as _jacobians
 from ..algorithms import kinematics as _kinematics
+from ..algorithms import minv as _minv
+from ..algorithms import momentum as _momentum
 from ..algorithms import rnea as _rnea
 from ..spatial import forces_from_rows
 
@@ -166,3 +172,151 @@ def potential_energy(model, q):
 
 def total_mass(model):
     return model.total_mass
+
+
+def coriolis(model, q, v):
+    """Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1)."""
+    x = _Inputs()
+    return x.output(_coriolis.coriolis(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+
+
+def christoffel(model, q):
+    """Christoffel symbols of the first kind Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] v[k] (seed 002 Alg. 2)."""
+    x = _Inputs()
+    return x.output(_christoffel.christoffel(model, OPS, x.vector(q, model.nq, "q")))
+
+
+def minv(model, q):
+    """M(q)^-1 by articulated-body impulses (seed 001 Alg. 1 and 2)."""
+    x = _Inputs()
+    return x.output(_minv.minv(model, OPS, x.vector(q, model.nq, "q")))
+
+
+def minv_times(model, q, tau):
+    """M(q)^-1 tau in O(n)."""
+    x = _Inputs()
+    return x.output(_minv.minv_times(model, OPS, x.vector(q, model.nq, "q"), x.vector(tau, model.nv, "tau")))
+
+
+def fd_crba(model, q, v, tau):
+    """Forward dynamics through CRBA and a sparse L^T D L factorization of M."""
+    x = _Inputs()
+    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(tau, model.nv, "tau"))
+    return x.output(_fd_crba.fd_crba(model, OPS, *args))
+
+
+def com_velocity(model, q, v):
+    x = _Inputs()
+    return x.output(_momentum.com_velocity(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+
+
+def spatial_momentum(model, q, v):
+    """[linear; angular] momentum about the world origin, world axes."""
+    x = _Inputs()
+    return x.output(_momentum.spatial_momentum(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+
+
+def centroidal_momentum(model, q, v):
+    """h_G = [linear; angular about the centre of mass]."""
+    x = _Inputs()
+    return x.output(_momentum.centroidal_momentum(model, OPS, x.vector(q, model.nq, "q"),
+                                                  x.vector(v, model.nv, "v")))
+
+
+def centroidal_map(model, q):
+    """A_G (6 x nv) with A_G v = h_G."""
+    x = _Inputs()
+    return x.output(_momentum.centroidal_map(model, OPS, x.vector(q, model.nq, "q")))
+
+
+def body_motion(model, q, v, a):
+    """Each body's [w, v_O, w-dot, a_O] in body coordinates (no gravity), shape (nbodies, 12)."""
+    x = _Inputs()
+    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(a, model.nv, "a"))
+    return x.output(_kinematics.body_motion(model, OPS, *args))
+
+
+def kinematics(model, q, v=None, a=None):
+    """The per-body quantities points and contacts are made of, at one state (see algorithms.contact)."""
+    qs = _Inputs().vector(q, model.nq, "q")
+    kin = _kinematics.joint_kinematics(model, OPS, qs)
+    X_0 = _kinematics.body_placements(model, OPS, kin)
+    R = [np.array(_kinematics.placement_as_rotation_translation(X)[0], dtype=float) for X in X_0]
+    p = [np.array(X.r, dtype=float) for X in X_0]
+    J = np.array(_jacobians.joint_jacobians(model, OPS, qs)[0], dtype=float)
+    motion = None
+    if v is not None:
+        a = np.zeros(model.nv) if a is None else a
+        motion = body_motion(model, q, v, a)
+    return _contact.Kinematics(frame_table(model), support_masks(model), R, p, J, motion)
+
+
+def frame_table(model):
+    """name -> (body, R_bf, p_bf) for every frame."""
+    table = {}
+    for f in model.frames:
+        R, p = _kinematics.placement_as_rotation_translation(f.placement)
+        table[f.name] = (f.body, np.array(R, dtype=float), np.array(p, dtype=float))
+    return table
+
+
+def support_masks(model):
+    """For each body, the boolean mask of the velocity coordinates that move it."""
+    masks = []
+    for b in range(model.nbodies):
+        mask = np.zeros(model.nv, dtype=bool)
+        for j in model.support(b):
+            joint = model.joints[j]
+            mask[joint.idx_v:joint.idx_v + joint.nv] = True
+        masks.append(mask)
+    return masks
+
+
+def point_jacobian(model, q, frame, point):
+    """3 x nv: world velocity of a point fixed in `frame` (frame coordinates) = J v."""
+    return kinematics(model, q).point_jacobian(_frame_name(frame), point)
+
+
+def point_velocity(model, q, v, frame, point):
+    return kinematics(model, q, v).point_velocity(_frame_name(frame), point)
+
+
+def point_acceleration(model, q, v, a, frame, point):
+    """World acceleration of the point: J a + J-dot v."""
+    return kinematics(model, q, v, a).point_acceleration(_frame_name(frame), point)
+
+
+def point_gamma(model, q, v, frame, point):
+    """The contact Hessian term -J-dot v (seed 000 §6.4)."""
+    return -kinematics(model, q, v).point_acceleration(_frame_name(frame), point)
+
+
+def _frame_name(frame):
+    return frame if isinstance(frame, str) else frame.name
+
+
+def _contact_terms(model, q, v, contacts):
+    contacts = _contact.parse_contacts([(_frame_name(c[0]),) + tuple(c[1:]) for c in contacts])
+    kin = kinematics(model, q, v)
+    return contacts, _contact.constraint_jacobian(kin, contacts), _contact.constraint_bias(kin, contacts)
+
+
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0):
+    """Seed 000 eq. (7): (q-ddot, lambda) with M q-ddot = tau - nle + G^T lambda and
+    G q-ddot + G-dot v = 0. contacts: [(frame, point, normal or None)], a normal (world
+    axes) for a 1-D constraint, None for the 3-D point constraint."""
+    _, G, gamma = _contact_terms(model, q, v, contacts)
+    return _contact.contact_dynamics(minv(model, q), nle(model, q, v), np.asarray(tau, dtype=float), G, gamma, damping)
+
+
+def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0):
+    """Seed 000 eq. (10): (v+, impulses) with G v+ = -restitution G v-."""
+    _, G, _ = _contact_terms(model, q, v_minus, contacts)
+    return _contact.impulse_dynamics(minv(model, q), np.asarray(v_minus, dtype=float), G, restitution, damping)
+
+
+def contact_inertia(model, q, contacts):
+    """The contact-space inverse inertia G M^-1 G^T (seed 001 §6.3)."""
+    contacts = _contact.parse_contacts([(_frame_name(c[0]),) + tuple(c[1:]) for c in contacts])
+    G = _contact.constraint_jacobian(kinematics(model, q), contacts)
+    return G @ minv(model, q) @ G.T
