@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from .. import __version__
+from ..algorithms import contact as contact_algorithms
 from ..errors import BuildError, CodegenError
 from ..model.urdf import load_urdf
 from . import functions as fn_table
@@ -106,7 +107,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
     module = sanitize_identifier(name or model.name)
     specs = fn_table.select(algorithms, model)
     if algorithms is None and len(specs) < len(fn_table.FUNCTIONS):
-        progress(f"left out aba and aba_fext: joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
+        progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
+                 f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
     key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__]).encode()).hexdigest()
     os.makedirs(out_dir, exist_ok=True)
@@ -166,6 +168,9 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
     objects = [results[spec.name][1] for spec in specs]
     with open(os.path.join(work, "__init__.py"), "w") as f:
         f.write(render_wrapper(module, datas))
+    # Points and contacts run on NumPy, in the very file the reference uses.
+    shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
+                    os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
     t0 = time.perf_counter()

@@ -8,7 +8,8 @@ shared algorithm on symbols. The generated package's wrapper is built from the s
 from dataclasses import dataclass
 from typing import Callable
 
-from ..algorithms import aba, crba, energy, jacobians, kinematics, rnea
+from ..algorithms import (aba, christoffel, coriolis, crba, energy, fd_crba, jacobians, kinematics, minv,
+                          momentum, rnea)
 from ..spatial import forces_from_rows
 
 
@@ -63,18 +64,38 @@ FUNCTIONS = [
     FunctionSpec("jacobians", ("q",), lambda m: (6, m.nv),
                  lambda m, ops, q: jacobians.joint_jacobians(m, ops, q)[0],
                  "Every joint axis in world coordinates at the world origin, rows [linear; angular]."),
+    FunctionSpec("body_motion", ("q", "v", "a"), lambda m: (m.nbodies, 12), kinematics.body_motion,
+                 "Every body's [w, v_O, w-dot, a_O] in body coordinates, without gravity."),
     FunctionSpec("com", ("q",), lambda m: (3,), energy.com, "Centre of mass in world coordinates."),
     FunctionSpec("kinetic_energy", ("q", "v"), lambda m: (1,), energy.kinetic_energy,
                  "Kinetic energy v^T M(q) v / 2.", scalar=True),
     FunctionSpec("potential_energy", ("q",), lambda m: (1,), energy.potential_energy,
                  "Potential energy -m g . c.", scalar=True),
+    FunctionSpec("coriolis", ("q", "v"), lambda m: (m.nv, m.nv), coriolis.coriolis,
+                 "Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1)."),
+    FunctionSpec("christoffel", ("q",), lambda m: (m.nv, m.nv, m.nv), christoffel.christoffel,
+                 "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k]."),
+    FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), minv.minv,
+                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001)."),
+    FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), minv.minv_times,
+                 "M(q)^-1 tau in O(n)."),
+    FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), fd_crba.fd_crba,
+                 "Forward dynamics through CRBA and a sparse L^T D L factorization of M."),
+    FunctionSpec("com_velocity", ("q", "v"), lambda m: (3,), momentum.com_velocity,
+                 "Velocity of the centre of mass."),
+    FunctionSpec("spatial_momentum", ("q", "v"), lambda m: (6,), momentum.spatial_momentum,
+                 "Spatial momentum [linear; angular] about the world origin, world axes."),
+    FunctionSpec("centroidal_momentum", ("q", "v"), lambda m: (6,), momentum.centroidal_momentum,
+                 "Centroidal momentum h_G = [linear; angular about the centre of mass]."),
+    FunctionSpec("centroidal_map", ("q",), lambda m: (6, m.nv), momentum.centroidal_map,
+                 "Centroidal momentum matrix A_G, A_G v = h_G."),
 ]
 
 BY_NAME = {f.name: f for f in FUNCTIONS}
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 
 
-NEED_INVERTIBLE_M = ("aba", "aba_fext")
+NEED_INVERTIBLE_M = ("aba", "aba_fext", "minv", "minv_times", "fd_crba")
 
 
 def select(names=None, model=None):

@@ -45,8 +45,9 @@ def function_data(module, spec, model, program):
                                "arg": printer.expression(st.arg)})
         else:
             statements.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr)})
-    return dict(signature(module, spec, model), statements=statements,
-                outputs=[printer.expression(e) for e in program.outputs],
+    outputs = [(k, printer.expression(e)) for k, e in enumerate(program.outputs) if e != 0]
+    return dict(signature(module, spec, model), statements=statements, outputs=outputs,
+                zero_outputs=len(program.outputs) - len(outputs),
                 operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 

@@ -33,6 +33,11 @@ def checks(module, model, rng):
         yield "aba", module.aba(q, v, a), reference.aba(model, q, v, a)
     if "aba_fext" in have:
         yield "aba_fext", module.aba(q, v, a, f_ext), reference.aba(model, q, v, a, f_ext)
+    for name, args in (("coriolis", (q, v)), ("christoffel", (q,)), ("minv", (q,)), ("minv_times", (q, a)),
+                       ("fd_crba", (q, v, a)), ("com_velocity", (q, v)), ("spatial_momentum", (q, v)),
+                       ("centroidal_momentum", (q, v)), ("centroidal_map", (q,)), ("body_motion", (q, v, a))):
+        if name in have:
+            yield name, getattr(module, name)(*args), getattr(reference, name)(model, *args)
     if "placements" in have:
         worst = []
         for frame in model.frames:
