@@ -407,22 +407,6 @@ def transpose66(A):
     return tuple(tuple(A[j][i] for j in range(6)) for i in range(6))
 
 
-def matmul66(A, B):
-    return tuple(tuple(sum_terms(A[i][k] * B[k][j] for k in range(6)) for j in range(6)) for i in range(6))
-
-
-def motion_cross_matrix(v):
-    """The 6x6 matrix of v x (crm): [w~ 0; v_lin~ w~]."""
-    return _from_blocks_general(skew(v.ang), ((0, 0, 0),) * 3, skew(v.lin), skew(v.ang))
-
-
-def force_cross_bar_matrix(f):
-    """The 6x6 matrix f x-bar with (f x-bar) m = m x* f: [-n~ -f~; -f~ 0]."""
-    n, lin = skew(f.ang), skew(f.lin)
-    neg = lambda A: tuple(tuple(-x for x in row) for row in A)
-    return _from_blocks_general(neg(n), neg(lin), neg(lin), ((0, 0, 0),) * 3)
-
-
 def _from_blocks_general(A, B, C, D):
     """[A B; C D] from four 3x3 blocks."""
     return tuple(tuple(A[k]) + tuple(B[k]) for k in range(3)) + tuple(tuple(C[k]) + tuple(D[k]) for k in range(3))
@@ -430,11 +414,20 @@ def _from_blocks_general(A, B, C, D):
 
 def coriolis_factor(inertia, v):
     """The body-level Christoffel-consistent factorization B(I, v) of seed 002 eq. (10):
-    B = 1/2 [ (v x*) I + (I v) x-bar - I (v x) ], so that B v = v x* I v and
-    B + B^T is the rate of change of I for a body moving with v (the 6x6 matrix)."""
-    I = inertia.matrix()
-    crf = transpose66(tuple(tuple(-x for x in row) for row in motion_cross_matrix(v)))  # v x* = -(v x)^T
-    first = matmul66(crf, I)
-    second = force_cross_bar_matrix(inertia.apply(v))
-    third = matmul66(I, motion_cross_matrix(v))
-    return tuple(tuple((first[i][j] + second[i][j] - third[i][j]) / 2 for j in range(6)) for i in range(6))
+    B = 1/2 [ (v x*) I + (I v) x-bar - I (v x) ], so that B v = v x* I v and B + B^T is
+    the rate of change of I for a body moving with v.
+
+    With I = [I_o h~; h~^T m] the blocks work out to
+        B = [ 1/2 (w~ I_o - I_o w~ - v~ h~ - h~ v~ - n~)   0 ]
+            [ -f~                                         0 ]
+    where (n, f) = I v: the right half vanishes, so B costs little more than I v.
+    """
+    w, Iv = v.ang, inertia.apply(v)
+    n, f = Iv.ang, Iv.lin
+    wx, vx, hx, nx = skew(w), skew(v.lin), skew(inertia.h), skew(n)
+    wI, Iw = matmul3(wx, inertia.I), matmul3(inertia.I, wx)
+    vh, hv = matmul3(vx, hx), matmul3(hx, vx)
+    top = tuple(tuple((wI[r][c] - Iw[r][c] - vh[r][c] - hv[r][c] - nx[r][c]) / 2 for c in range(3)) for r in range(3))
+    bottom = tuple(tuple(-x for x in row) for row in skew(f))
+    zero = ((0, 0, 0),) * 3
+    return _from_blocks_general(top, zero, bottom, zero)

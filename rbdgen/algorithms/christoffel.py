@@ -39,7 +39,6 @@ def christoffel(model, ops, q):
                 for c in range(joint.nv):
                     S_rate[joint.idx_v + c, joint.idx_v + k] = ops.let("dS", i, X_0[i].inv_apply_motion(S_dot[c]))
     IC = world_composite_inertias(model, ops, X_0)
-    ICm = [I.matrix() for I in IC]
 
     def on_path(a, b):
         """The deeper of bodies a and b if one is an ancestor of the other, else None."""
@@ -77,7 +76,7 @@ def christoffel(model, ops, q):
             # F = I^C_j dS_j/dv_k + B(I^C_deep, S_k) S_j, the force whose projections give Gamma
             F = matrix_apply(B(deep, k), S[j])
             if dS is not None:
-                F = F + matrix_apply(ICm[bj], dS)
+                F = F + IC[bj].apply(dS)
             F = ops.let("G", bj, F)
             for i in range(nv):
                 bi = body_of[i]

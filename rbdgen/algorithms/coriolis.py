@@ -14,6 +14,7 @@ those generalized speeds: both properties still hold, with M-dot taken along the
 
 from ..spatial import add66, coriolis_factor, matrix_apply, transpose66
 from .kinematics import body_placements, body_velocities, joint_kinematics
+from .momentum import world_composite_inertias
 
 
 def world_joint_quantities(model, ops, kin, X_0, velocities):
@@ -37,17 +38,15 @@ def coriolis(model, ops, q, v):
     kin = joint_kinematics(model, ops, q, v)
     X_0 = body_placements(model, ops, kin)
     S, S_dot, v_world = world_joint_quantities(model, ops, kin, X_0, body_velocities(model, ops, kin, v))
-    IC, BC = [], []
-    for i in range(model.nbodies):
-        inertia = X_0[i].inertia_to_parent(model.inertia[i])
-        IC.append(inertia.matrix())
-        BC.append(coriolis_factor(inertia, v_world[i]))
+    inertias = [ops.let("Iw", i, X_0[i].inertia_to_parent(model.inertia[i])) for i in range(model.nbodies)]
+    BC = [coriolis_factor(inertias[i], v_world[i]) for i in range(model.nbodies)]
+    IC = world_composite_inertias(model, ops, X_0, inertias)
     C = [[0] * model.nv for _ in range(model.nv)]
     for j in reversed(range(model.nbodies)):
-        IC[j], BC[j] = ops.let("IC", j, IC[j]), ops.let("BC", j, BC[j])
+        BC[j] = ops.let("BC", j, BC[j])
         BCt = transpose66(BC[j])
-        F1 = ops.let("F1", j, [matrix_apply(IC[j], d) + matrix_apply(BC[j], s) for s, d in zip(S[j], S_dot[j])])
-        F2 = ops.let("F2", j, [matrix_apply(IC[j], s) for s in S[j]])
+        F1 = ops.let("F1", j, [IC[j].apply(d) + matrix_apply(BC[j], s) for s, d in zip(S[j], S_dot[j])])
+        F2 = ops.let("F2", j, [IC[j].apply(s) for s in S[j]])
         F3 = ops.let("F3", j, [matrix_apply(BCt, s) for s in S[j]])
         cols = range(model.joints[j].idx_v, model.joints[j].idx_v + model.joints[j].nv)
         for i in model.support(j):
@@ -59,5 +58,5 @@ def coriolis(model, ops, q, v):
                         C[c][r] = d_r.dot(f2) + s_r.dot(f3)
         p = model.parent[j]
         if p >= 0:
-            IC[p], BC[p] = add66(IC[p], IC[j]), add66(BC[p], BC[j])
+            BC[p] = add66(BC[p], BC[j])
     return C

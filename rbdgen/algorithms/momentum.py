@@ -13,9 +13,10 @@ from .energy import mass_moment
 from .kinematics import body_placements, body_velocities, joint_kinematics
 
 
-def world_composite_inertias(model, ops, X_0):
-    """I^C of every subtree, in world coordinates (plain sums: no transforms up the tree)."""
-    IC = [X_0[i].inertia_to_parent(model.inertia[i]) for i in range(model.nbodies)]
+def world_composite_inertias(model, ops, X_0, inertias=None):
+    """I^C of every subtree, in world coordinates (plain sums: no transforms up the tree).
+    `inertias`: the bodies' own world inertias, when the caller has them already."""
+    IC = list(inertias) if inertias else [X_0[i].inertia_to_parent(model.inertia[i]) for i in range(model.nbodies)]
     for i in reversed(range(model.nbodies)):
         IC[i] = ops.let("ICw", i, IC[i])
         if model.parent[i] >= 0:
