@@ -27,7 +27,7 @@ from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
-from .render import function_data, render_function, render_header, render_wrapper, signature
+from .render import function_data, render_batch, render_function, render_header, render_wrapper, signature
 
 OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
 
@@ -149,8 +149,12 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
     extension = f"_{module}_{key[:12]}"
     header = f"{module}.h"
     flags = OPT_FLAGS + (["-march=native"] if native else [])
+    signatures = [signature(module, spec, model) for spec in specs]
     with open(os.path.join(work, header), "w") as f:
-        f.write(render_header(module, [signature(module, spec, model) for spec in specs]))
+        f.write(render_header(module, signatures))
+    batch_source = os.path.join(work, f"{module}_batch.c")
+    with open(batch_source, "w") as f:
+        f.write(render_batch(module, header, signatures))
     jobs = [(model, module, spec.name, cse, work, header, flags) for spec in specs]
     # The costliest functions first, so the workers finish together.
     jobs.sort(key=lambda job: -_COST.get(job[2], 1))
@@ -165,7 +169,7 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
             progress(f"  {data['name']}: {data['operations']} operations "
                      f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
     datas = [results[spec.name][0] for spec in specs]
-    objects = [results[spec.name][1] for spec in specs]
+    objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work)]
     with open(os.path.join(work, "__init__.py"), "w") as f:
         f.write(render_wrapper(module, datas))
     # Points and contacts run on NumPy, in the very file the reference uses.
@@ -218,7 +222,8 @@ spec = json.load(open(sys.argv[1]))
 ffi = FFI()
 ffi.cdef(spec["cdef"])
 ffi.set_source(spec["extension"], '#include "%s"' % spec["header"], include_dirs=[spec["work"]],
-               extra_objects=spec["objects"], extra_compile_args=["-O2"], libraries=["m"])
+               extra_objects=spec["objects"], extra_compile_args=["-O2"], extra_link_args=["-fopenmp"],
+               libraries=["m"])
 ffi.compile(tmpdir=spec["work"], verbose=False)
 """
 
