@@ -35,20 +35,61 @@ def signature(module, spec, model):
     }
 
 
-def function_data(module, spec, model, program):
+# gcc's register allocation grows much faster than linearly with the length of a function
+# (Talos' Coriolis matrix, 4 400 statements in one function: over two minutes at -O1). Long
+# programs are therefore cut into parts of at most this many statements, each its own
+# non-inlined function; values that cross a part boundary go through a thread-local array.
+PART_STATEMENTS = 600
+
+
+def function_data(module, spec, model, program, part_statements=PART_STATEMENTS):
     """Everything the templates need about one generated function, as plain data."""
-    printer = SlotPrinter(slot_map(program))
-    statements = []
-    for st in program.statements:
-        if isinstance(st, SinCos):
-            statements.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
-                               "arg": printer.expression(st.arg)})
-        else:
-            statements.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr)})
-    outputs = [(k, printer.expression(e)) for k, e in enumerate(program.outputs) if e != 0]
-    return dict(signature(module, spec, model), statements=statements, outputs=outputs,
+    statements = program.statements
+    parts = [statements[k:k + part_statements] for k in range(0, len(statements), part_statements)] or [[]]
+    defined_in = {}
+    for index, part in enumerate(parts):
+        for st in part:
+            for sym in _targets(st):
+                defined_in[sym] = index
+    # A value is kept in the workspace when a later part or the outputs read it.
+    crossing = set()
+    if len(parts) > 1:
+        for index, part in enumerate(parts):
+            for st in part:
+                for sym in _reads(st):
+                    if defined_in.get(sym, index) != index:
+                        crossing.add(sym)
+        for expr in program.outputs:
+            crossing |= {sym for sym in expr.free_symbols if sym in defined_in}
+    slot = {sym: k for k, sym in enumerate(sorted(crossing, key=lambda s: (defined_in[s], s.name)))}
+    inputs = slot_map(program)
+    rendered = []
+    for index, part in enumerate(parts):
+        imported = {sym: f"w[{slot[sym]}]" for sym in crossing if defined_in[sym] < index}
+        printer = SlotPrinter({**inputs, **imported})
+        lines = []
+        for st in part:
+            if isinstance(st, SinCos):
+                lines.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
+                              "arg": printer.expression(st.arg),
+                              "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot]})
+            else:
+                lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
+                              "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
+        rendered.append(lines)
+    final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
+    outputs = [(k, final.expression(e)) for k, e in enumerate(program.outputs) if e != 0]
+    return dict(signature(module, spec, model), parts=rendered, workspace=len(slot), outputs=outputs,
                 zero_outputs=len(program.outputs) - len(outputs),
                 operations=program.counts["operations"], sincos=program.counts["sincos"])
+
+
+def _targets(st):
+    return (st.sin, st.cos) if isinstance(st, SinCos) else (st.target,)
+
+
+def _reads(st):
+    return (st.arg if isinstance(st, SinCos) else st.expr).free_symbols
 
 
 def render_header(module, functions):

@@ -145,7 +145,7 @@ def model_from_urdf_string(text, source="<string>", floating_base=False, gravity
     if not links:
         raise URDFError(f"{source}: no <link>; a robot needs at least one link")
 
-    joints, parent_of = {}, {}
+    joints, parent_of, mimics = {}, {}, []
     for joint in root_el.findall("joint"):
         name = joint.get("name")
         if not name:
@@ -170,10 +170,13 @@ def model_from_urdf_string(text, source="<string>", floating_base=False, gravity
             raise URDFError(f"link '{child}' has two parents (joints '{parent_of[child]}' and '{name}'); "
                             "a URDF must be a tree")
         if joint.find("mimic") is not None:
-            warnings.warn(f"joint '{name}': <mimic> is ignored; the joint is treated as independent", stacklevel=2)
+            mimics.append(name)
         parent_of[child] = name
         joints[name] = (joint, jtype, ends["parent"], child)
 
+    if mimics:
+        listed = ", ".join(f"'{m}'" for m in mimics[:4]) + (f" and {len(mimics) - 4} more" if len(mimics) > 4 else "")
+        warnings.warn(f"joint {listed}: <mimic> is ignored; the joint is treated as independent", stacklevel=3)
     roots = [name for name in links if name not in parent_of]
     if not roots:
         raise URDFError(f"{source}: every link has a parent, so the joints form a loop; a URDF must be a tree")
