@@ -16,7 +16,7 @@ still holds, the symmetry in (j, k) does not (the speeds are not derivatives of
 coordinates).
 """
 
-from ..spatial import coriolis_factor, matrix_apply, transpose66
+from ..spatial import coriolis_factor, matrix_apply
 from .kinematics import body_placements, joint_kinematics
 from .momentum import world_composite_inertias
 
@@ -40,55 +40,55 @@ def christoffel(model, ops, q):
                     S_rate[joint.idx_v + c, joint.idx_v + k] = ops.let("dS", i, X_0[i].inv_apply_motion(S_dot[c]))
     IC = world_composite_inertias(model, ops, X_0)
 
+    ancestors = [set(model.support(b)) for b in range(model.nbodies)]   # including the body itself
+
     def on_path(a, b):
         """The deeper of bodies a and b if one is an ancestor of the other, else None."""
-        if a in model.support(b):
+        if a in ancestors[b]:
             return b
-        if b in model.support(a):
+        if b in ancestors[a]:
             return a
         return None
 
     def S_dot_partial(j, k):
-        """d(S-dot_j)/dv_k in world coordinates (0 where it vanishes)."""
-        term = S[k].cross_motion(S[j]) if body_of[k] in model.support(body_of[j]) else None
+        """d(S-dot_j)/dv_k in world coordinates (None where it vanishes)."""
+        term = S[k].cross_motion(S[j]) if body_of[k] in ancestors[body_of[j]] else None
         extra = S_rate.get((j, k))
         if extra is not None:
             term = extra if term is None else term + extra
         return term
 
-    B_cache = {}
+    B_cache, BS_cache = {}, {}
 
-    def B(body, k):
-        """B(I^C_body, S_k): the partial of the composite factorization along v_k."""
-        if (body, k) not in B_cache:
-            B_cache[body, k] = ops.let("B", body, coriolis_factor(IC[body], S[k]))
-        return B_cache[body, k]
+    def BS(body, k, j):
+        """B(I^C_body, S_k) S_j: the partial of the composite factorization along v_k, on S_j."""
+        if (body, k, j) not in BS_cache:
+            if (body, k) not in B_cache:
+                B_cache[body, k] = ops.let("B", body, coriolis_factor(IC[body], S[k]))
+            BS_cache[body, k, j] = ops.let("BS", body, matrix_apply(B_cache[body, k], S[j]))
+        return BS_cache[body, k, j]
 
+    IS = [ops.let("IS", body_of[i], IC[body_of[i]].apply(S[i])) for i in range(nv)]
     Gamma = [[[0] * nv for _ in range(nv)] for _ in range(nv)]
     for j in range(nv):
         bj = body_of[j]
         for k in range(nv):
-            bk = body_of[k]
-            deep = on_path(bj, bk)
+            deep = on_path(bj, body_of[k])
             if deep is None:
                 continue
             dS = S_dot_partial(j, k)
-            # F = I^C_j dS_j/dv_k + B(I^C_deep, S_k) S_j, the force whose projections give Gamma
-            F = matrix_apply(B(deep, k), S[j])
-            if dS is not None:
-                F = F + IC[bj].apply(dS)
-            F = ops.let("G", bj, F)
+            # i an ancestor of j (or on the same body): S_i . (I^C_j dS_j/dv_k + B(I^C_deep, S_k) S_j)
+            F = BS(deep, k, j) if dS is None else ops.let("G", bj, BS(deep, k, j) + IC[bj].apply(dS))
             for i in range(nv):
                 bi = body_of[i]
-                if bi in model.support(bj):            # i an ancestor of j (or the same body)
+                if bi in ancestors[bj]:
                     Gamma[i][j][k] = S[i].dot(F)
-                elif bj in model.support(bi):          # j a strict ancestor of i
-                    deep_i = on_path(bi, bk)
-                    value = 0
-                    if dS is not None:
-                        value = dS.dot(IC[bi].apply(S[i]))
+                elif bj in ancestors[bi]:
+                    # j a strict ancestor of i: dS_j/dv_k . I^C_i S_i + S_i . B(I^C_deep', S_k) S_j
+                    deep_i = on_path(bi, body_of[k])
+                    value = dS.dot(IS[i]) if dS is not None else 0
                     if deep_i is not None:
-                        value = value + S[j].dot(matrix_apply(transpose66(B(deep_i, k)), S[i]))
+                        value = value + S[i].dot(BS(deep_i, k, j))
                     Gamma[i][j][k] = value
     return Gamma
 

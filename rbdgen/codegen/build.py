@@ -36,6 +36,12 @@ def _noop(message):
     pass
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def model_fingerprint(model):
     """A hash of everything the generated code depends on (exact float reprs)."""
     h = hashlib.sha256()
@@ -106,9 +112,13 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
     """Generate, compile and load the module for `model`; reuse it when nothing changed."""
     module = sanitize_identifier(name or model.name)
     specs = fn_table.select(algorithms, model)
-    if algorithms is None and len(specs) < len(fn_table.FUNCTIONS):
+    if algorithms is None and model.massless_joints():
         progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
                  f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
+    if algorithms is None and model.nv > fn_table.COSTLY_MAX_NV:
+        costly = [f.name for f in fn_table.FUNCTIONS if f.costly]
+        progress(f"left out {', '.join(costly)} (nv = {model.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as nv^3); "
+                 "name it in --algorithms to build it")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
     key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__]).encode()).hexdigest()
     os.makedirs(out_dir, exist_ok=True)
@@ -118,6 +128,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             progress(f"{module}: up to date, reusing {target}")
             return load(target)
         work = os.path.abspath(tempfile.mkdtemp(prefix=f".{module}-", dir=out_dir))
+        os.chmod(work, 0o777 & ~_umask())  # mkdtemp makes it private; the module is not
         try:
             _generate_into(work, model, module, specs, key, options, source, native, cse, progress)
             trash = None
@@ -138,6 +149,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
         bad = {k: v for k, v in report.items() if not v["ok"]}
         if bad:
             name_, worst = next(iter(bad.items()))
+            shutil.rmtree(target, ignore_errors=True)  # never leave a wrong module to be reused
             raise CodegenError(f"{module}: generated {name_} disagrees with the reference "
                                f"(relative error {worst['error']:.2e}); please report this")
         progress(f"verified against the reference ({time.perf_counter() - t0:.1f} s)")
@@ -256,6 +268,7 @@ def build(urdf_path, out_dir="generated", floating_base=False, name=None, algori
           cse=True, verify=True, progress=_noop):
     """Build (or reuse) the module for a URDF and load it. See the README for its functions."""
     t0 = time.perf_counter()
+    fn_table.select(algorithms)  # unknown names fail before any work
     model = load_urdf(urdf_path, floating_base=floating_base)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),

@@ -21,6 +21,7 @@ class FunctionSpec:
     run: Callable            # (model, ops, *inputs) -> nested list of scalars
     doc: str
     scalar: bool = False     # the wrapper returns a float (energies)
+    costly: bool = False     # output grows as nv^3: left out of default builds of big robots
 
 
 INPUT_SIZES = {
@@ -74,7 +75,8 @@ FUNCTIONS = [
     FunctionSpec("coriolis", ("q", "v"), lambda m: (m.nv, m.nv), coriolis.coriolis,
                  "Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1)."),
     FunctionSpec("christoffel", ("q",), lambda m: (m.nv, m.nv, m.nv), christoffel.christoffel,
-                 "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k]."),
+                 "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k].",
+                 costly=True),
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), minv.minv,
                  "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001)."),
     FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), minv.minv_times,
@@ -96,18 +98,24 @@ DEFAULT = tuple(f.name for f in FUNCTIONS)
 
 
 NEED_INVERTIBLE_M = ("aba", "aba_fext", "minv", "minv_times", "fd_crba")
+# Above this many velocity coordinates a default build leaves the costly functions out:
+# Talos' (nv = 38) Christoffel symbols alone are 200 000 operations and 90 s of symbolic work.
+COSTLY_MAX_NV = 24
 
 
 def select(names=None, model=None):
-    """The specs for `names` (all by default); unknown names raise a one-line error.
+    """The specs for `names` (the defaults for `model` when None); unknown names raise a
+    one-line error.
 
     By default, forward dynamics is left out of a model whose M is singular (a joint that
-    moves no mass): there is nothing finite to compute.
+    moves no mass: there is nothing finite to compute), and the costly functions out of a
+    model with more than COSTLY_MAX_NV velocity coordinates. Naming them builds them.
     """
     from ..errors import CodegenError
     if names is None:
         singular = model is not None and model.massless_joints()
-        return [f for f in FUNCTIONS if not (singular and f.name in NEED_INVERTIBLE_M)]
+        big = model is not None and model.nv > COSTLY_MAX_NV
+        return [f for f in FUNCTIONS if not (singular and f.name in NEED_INVERTIBLE_M) and not (big and f.costly)]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise CodegenError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(DEFAULT)}")
