@@ -537,7 +537,7 @@ def test_out_argument(robot_module):
     bad_outs = [np.empty(nv + 1), np.empty((nv, 1)), np.empty(nv, dtype=np.float32), np.empty(2 * nv)[::2],
                 [0.0] * nv, np.empty(nv, dtype=np.int64)]
     for bad in bad_outs:
-        with pytest.raises(ValueError, match="^out: expected a C-contiguous float64 array of shape"):
+        with pytest.raises(ValueError, match="^out: expected a writable C-contiguous float64 array of shape"):
             module.rnea(q, v, a, out=bad)
     with pytest.raises(ValueError, match="out: expected"):
         module.crba(q, out=np.empty((nv, nv)).T[:, :nv - 1])
@@ -568,7 +568,7 @@ def test_f_ext_without_the_fext_functions(tmp_path):
             result = fn(q, v, a, f_ext)
         except (NameError, AttributeError) as exc:
             pytest.fail(f"{fn.__name__}(q, v, a, f_ext) without the f_ext function: {type(exc).__name__}: {exc}")
-        except rbdgen.RbdgenError as exc:   # a clear error naming what to build is fine too
+        except ValueError as exc:   # a clear error naming what to build (the module cannot import rbdgen)
             assert "fext" in str(exc) or "f_ext" in str(exc)
         else:
             assert_close(f"{fn.__name__} f_ext", result, reference(model, q, v, a, f_ext), TOL)
