@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Cold build times: every robot built from scratch (all functions) into a fresh temporary
+output folder, with rbdgen's stage-by-stage progress and the total.
+
+    python benchmarks/bench_build.py             # panda
+    python benchmarks/bench_build.py --talos     # panda, then talos (takes minutes)
+
+"Cold" means no cached module; the Python process itself is warm (rbdgen, SymPy and the
+robot list are imported once, before the first build, and that import time is printed
+separately). The total includes loading the URDF, symbolic generation of every function,
+C compilation, the cffi extension and rbdgen's verification against its reference.
+
+A script, not a test: pytest never collects it.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+T_IMPORT = time.perf_counter()
+import rbdgen  # noqa: E402
+from rbdgen import examples  # noqa: E402
+
+T_IMPORT = time.perf_counter() - T_IMPORT
+TARGETS = {"panda": 10.0, "talos": 90.0}
+
+
+def build_once(name, keep, algorithms=None):
+    urdf, floating = examples.robot_path(name), examples.ROBOTS[name][1]
+    out = tempfile.mkdtemp(prefix=f"rbdgen-build-{name}-")
+    t0 = time.perf_counter()
+    last = [t0]
+    stages = []
+
+    def progress(message):
+        now = time.perf_counter()
+        stages.append({"message": message.strip(), "at_s": now - t0, "delta_s": now - last[0]})
+        print(f"  [{now - t0:7.2f} s  +{now - last[0]:6.2f} s] {message.strip()}", flush=True)
+        last[0] = now
+
+    print(f"\n{name}: cold build into {out} (floating base: {floating}; "
+          f"functions: {', '.join(algorithms) if algorithms else 'rbdgen default'})", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # e.g. talos' <mimic> joints
+        module = rbdgen.build(urdf, out_dir=out, floating_base=floating, algorithms=algorithms,
+                              progress=progress)
+    total = time.perf_counter() - t0
+    target = TARGETS.get(name)
+    verdict = "" if target is None else f"  (target {target:.0f} s: {'met' if total <= target else 'NOT met'})"
+    print(f"  total {total:.2f} s for {len(module.operation_counts)} functions, "
+          f"{sum(module.operation_counts.values())} operations{verdict}", flush=True)
+    if not keep:
+        import shutil
+        shutil.rmtree(out, ignore_errors=True)
+    return {"robot": name, "total_s": total, "target_s": target, "stages": stages,
+            "functions": len(module.operation_counts), "operations": sum(module.operation_counts.values())}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("robots", nargs="*", default=["panda"],
+                        help="names from rbdgen.examples.ROBOTS (default: panda)")
+    parser.add_argument("--talos", action="store_true", help="also build talos (minutes)")
+    parser.add_argument("--algorithms", help="comma-separated functions (default: rbdgen's default set)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary output folders")
+    parser.add_argument("--json", help="write the times to this JSON file")
+    args = parser.parse_args(argv)
+    robots = list(args.robots) + (["talos"] if args.talos and "talos" not in args.robots else [])
+    for r in robots:
+        if r not in examples.ROBOTS:
+            sys.exit(f"bench_build: unknown robot {r!r}; choose from {', '.join(examples.ROBOTS)}")
+    print(f"import rbdgen: {T_IMPORT:.2f} s; {os.cpu_count()} CPUs; CC={os.environ.get('CC', 'cc')}")
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
+    results = [build_once(r, args.keep, algorithms) for r in robots]
+    print("\nrobot      total s   target s  met")
+    for r in results:
+        tgt = "-" if r["target_s"] is None else f"{r['target_s']:.0f}"
+        met = "" if r["target_s"] is None else ("yes" if r["total_s"] <= r["target_s"] else "NO")
+        print(f"{r['robot']:<10} {r['total_s']:7.2f} {tgt:>10}  {met}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"import_s": T_IMPORT, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
