@@ -124,6 +124,17 @@ def _verify_pinocchio(module, model, args):
     return worst
 
 
+def cmd_bench(args):
+    from .bench import bench
+    from .codegen.build import build
+    from .model.urdf import load_urdf
+    model = load_urdf(args.urdf, floating_base=args.floating_base)
+    module = build(args.urdf, out_dir=args.output, floating_base=args.floating_base,
+                   algorithms=_algorithms(args.algorithms), progress=_progress(time.perf_counter()))
+    bench(module, model, args.urdf, args.floating_base, pin_bench=args.pin_bench)
+    return 0
+
+
 def _symmetric(M):
     import numpy as np
     return np.triu(M) + np.triu(M, 1).T
@@ -155,6 +166,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tol", type=float, default=1e-10)
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("bench", help="time every function against Pinocchio, in one run")
+    p.add_argument("urdf")
+    p.add_argument("-o", "--output", default="generated")
+    p.add_argument("--floating-base", action="store_true")
+    p.add_argument("--algorithms", help="comma-separated functions to build and time (default: all)")
+    p.add_argument("--pin-bench", help="Pinocchio's C++ timing tool (../shared/bench/build_pin_bench.sh builds it)")
+    p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
     try:

@@ -27,7 +27,8 @@ from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
-from .render import function_data, render_batch, render_function, render_header, render_wrapper, signature
+from .render import (function_data, render_batch, render_calls, render_function, render_header, render_wrapper,
+                     signature)
 
 OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
 
@@ -189,8 +190,10 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
+    with open(os.path.join(work, f"{module}_calls.c"), "w") as f:
+        f.write(render_calls(module, header, signatures))
     t0 = time.perf_counter()
-    _cffi_extension(work, extension, header, objects)
+    _cffi_extension(work, extension, header, objects, f"{module}_calls.c", f"rbdgen_{module}_entry_points")
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
@@ -233,15 +236,16 @@ from cffi import FFI
 spec = json.load(open(sys.argv[1]))
 ffi = FFI()
 ffi.cdef(spec["cdef"])
-ffi.set_source(spec["extension"], '#include "%s"' % spec["header"], include_dirs=[spec["work"]],
+ffi.set_source(spec["extension"], open(spec["calls"]).read(), include_dirs=[spec["work"]],
                extra_objects=spec["objects"], extra_compile_args=["-O2"], extra_link_args=["-fopenmp"],
-               libraries=["m"])
+               libraries=["m"], py_limited_api=False, define_macros=[("_CFFI_NO_LIMITED_API", None)])
 ffi.compile(tmpdir=spec["work"], verbose=False)
 """
 
 
-def _cffi_extension(work, extension, header, objects):
-    cdef = []
+def _cffi_extension(work, extension, header, objects, calls, entry_points):
+    """The cffi extension: the C functions, and the direct Python entry points of `calls`."""
+    cdef = [f"void *{entry_points}(void *fallbacks);"]
     with open(os.path.join(work, header)) as f:
         for line in f:
             if line.startswith("void "):
@@ -249,7 +253,7 @@ def _cffi_extension(work, extension, header, objects):
     spec_path = os.path.join(work, "_cffi_spec.json")
     with open(spec_path, "w") as f:
         json.dump({"cdef": "\n".join(cdef), "extension": extension, "header": header, "work": work,
-                   "objects": objects}, f)
+                   "objects": objects, "calls": os.path.join(work, calls)}, f)
     cmd = [sys.executable, "-c", _CFFI_SCRIPT, spec_path]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
     if result.returncode != 0:

@@ -104,6 +104,10 @@ def render_batch(module, header, functions):
     return template("batch.c.j2").render(version=__version__, module=module, header=header, functions=functions)
 
 
+def render_calls(module, header, functions):
+    return template("calls.c.j2").render(version=__version__, module=module, header=header, functions=functions)
+
+
 def render_wrapper(module, functions):
     names = {fn["name"] for fn in functions}
     return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names)
