@@ -100,40 +100,43 @@ def _shape_and_entries(values):
     return (), [values]
 
 
+def _call(algorithm, model, f_ext=None, **arrays):
+    """Run `algorithm` on checked arrays (q sized nq, every other nv), batch or not; f_ext,
+    when given, is passed last as one Force per body."""
+    x = _Inputs()
+    args = [x.vector(value, model.nq if name == "q" else model.nv, name) for name, value in arrays.items()]
+    if f_ext is not None:
+        args.append(x.external_forces(f_ext, model))
+    return x.output(algorithm(model, OPS, *args))
+
+
 def _frame(model, frame):
     return model.frame(frame) if isinstance(frame, str) else frame
 
 
 def rnea(model, q, v, a, f_ext=None):
     """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (seed 000 Algorithm 1)."""
-    x = _Inputs()
-    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(a, model.nv, "a"))
-    return x.output(_rnea.rnea(model, OPS, *args, x.external_forces(f_ext, model)))
+    return _call(_rnea.rnea, model, f_ext, q=q, v=v, a=a)
 
 
 def nle(model, q, v):
     """Nonlinear effects C(q, v) v + g(q)."""
-    x = _Inputs()
-    return x.output(_rnea.nle(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+    return _call(_rnea.nle, model, q=q, v=v)
 
 
 def gravity(model, q):
     """Generalized gravity g(q)."""
-    x = _Inputs()
-    return x.output(_rnea.gravity(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_rnea.gravity, model, q=q)
 
 
 def crba(model, q):
     """Joint-space inertia matrix M(q), full and symmetric (seed 000 Algorithm 2)."""
-    x = _Inputs()
-    return x.output(_crba.crba(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_crba.crba, model, q=q)
 
 
 def aba(model, q, v, tau, f_ext=None):
     """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3)."""
-    x = _Inputs()
-    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(tau, model.nv, "tau"))
-    return x.output(_aba.aba(model, OPS, *args, x.external_forces(f_ext, model)))
+    return _call(_aba.aba, model, f_ext, q=q, v=v, tau=tau)
 
 
 def frame_placement(model, q, frame):
@@ -155,19 +158,17 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
 
 def com(model, q):
     """Centre of mass in world coordinates."""
-    x = _Inputs()
-    return x.output(_energy.com(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_energy.com, model, q=q)
 
 
 def kinetic_energy(model, q, v):
-    x = _Inputs()
-    return x.output(_energy.kinetic_energy(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))[..., 0]
+    """1/2 v^T M v."""
+    return _call(_energy.kinetic_energy, model, q=q, v=v)[..., 0]
 
 
 def potential_energy(model, q):
     """-m g . c, zero with the centre of mass at the world origin (as Pinocchio)."""
-    x = _Inputs()
-    return x.output(_energy.potential_energy(model, OPS, x.vector(q, model.nq, "q")))[..., 0]
+    return _call(_energy.potential_energy, model, q=q)[..., 0]
 
 
 def total_mass(model):
@@ -176,44 +177,36 @@ def total_mass(model):
 
 def coriolis(model, q, v):
     """Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1)."""
-    x = _Inputs()
-    return x.output(_coriolis.coriolis(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+    return _call(_coriolis.coriolis, model, q=q, v=v)
 
 
 def christoffel(model, q):
     """Christoffel symbols of the first kind Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] v[k] (seed 002 Alg. 2)."""
-    x = _Inputs()
-    return x.output(_christoffel.christoffel(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_christoffel.christoffel, model, q=q)
 
 
 def minv(model, q):
     """M(q)^-1 by articulated-body impulses (seed 001 Alg. 1 and 2)."""
-    x = _Inputs()
-    return x.output(_minv.minv(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_minv.minv, model, q=q)
 
 
 def minv_times(model, q, tau):
     """M(q)^-1 tau in O(n)."""
-    x = _Inputs()
-    return x.output(_minv.minv_times(model, OPS, x.vector(q, model.nq, "q"), x.vector(tau, model.nv, "tau")))
+    return _call(_minv.minv_times, model, q=q, tau=tau)
 
 
 def fd_crba(model, q, v, tau):
     """Forward dynamics through CRBA and a sparse L^T D L factorization of M."""
-    x = _Inputs()
-    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(tau, model.nv, "tau"))
-    return x.output(_fd_crba.fd_crba(model, OPS, *args))
+    return _call(_fd_crba.fd_crba, model, q=q, v=v, tau=tau)
 
 
 def com_velocity(model, q, v):
-    x = _Inputs()
-    return x.output(_momentum.com_velocity(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+    return _call(_momentum.com_velocity, model, q=q, v=v)
 
 
 def spatial_momentum(model, q, v):
     """[linear; angular] momentum about the world origin, world axes."""
-    x = _Inputs()
-    return x.output(_momentum.spatial_momentum(model, OPS, x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")))
+    return _call(_momentum.spatial_momentum, model, q=q, v=v)
 
 
 def centroidal_momentum(model, q, v):
@@ -225,15 +218,12 @@ def centroidal_momentum(model, q, v):
 
 def centroidal_map(model, q):
     """A_G (6 x nv) with A_G v = h_G."""
-    x = _Inputs()
-    return x.output(_momentum.centroidal_map(model, OPS, x.vector(q, model.nq, "q")))
+    return _call(_momentum.centroidal_map, model, q=q)
 
 
 def body_motion(model, q, v, a):
     """Each body's [w, v_O, w-dot, a_O] in body coordinates (no gravity), shape (nbodies, 12)."""
-    x = _Inputs()
-    args = (x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(a, model.nv, "a"))
-    return x.output(_kinematics.body_motion(model, OPS, *args))
+    return _call(_kinematics.body_motion, model, q=q, v=v, a=a)
 
 
 def kinematics(model, q, v=None, a=None):
