@@ -9,6 +9,7 @@ wrapper, in a child process so that its output can be captured and its chdir sta
 import concurrent.futures
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -41,6 +42,22 @@ def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint():
+    """A hash of rbdgen's own sources and templates: a changed generator never reuses a module
+    built by the old one, even under the same version number."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".j2")):
+                h.update(name.encode())
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
 
 
 def model_fingerprint(model):
@@ -121,7 +138,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
         progress(f"left out {', '.join(costly)} (nv = {model.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as nv^3); "
                  "name it in --algorithms to build it")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
-    key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__, code_fingerprint()]).encode()
+                         ).hexdigest()
     os.makedirs(out_dir, exist_ok=True)
     target = os.path.join(out_dir, module)
     with _lock(os.path.join(out_dir, f".{module}.lock")):
