@@ -13,11 +13,9 @@ repetitions of N calls, median ns/call. The driver and pin_bench are run alterna
 A script, not a test: pytest never collects it.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -28,7 +26,7 @@ import warnings
 import numpy as np
 
 import rbdgen
-from rbdgen import examples
+from common import cpu_name, log, robot_parser, robot_spec
 from rbdgen.codegen.build import OPT_FLAGS
 from rbdgen.runtime.states import random_state
 
@@ -47,9 +45,6 @@ PIN_NAMES = {"rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba", "jacobi
              "minv": "minv", "coriolis": "coriolis", "centroidal_map": "ccrba"}
 
 
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
 
 def resolve_pin_bench(path):
     if path:
@@ -65,14 +60,6 @@ def resolve_pin_bench(path):
         subprocess.run(["bash", BUILD_PIN_BENCH, cached], check=True)
     return cached
 
-
-def robot_spec(arg, floating_flag):
-    """name from rbdgen.examples.ROBOTS, or a path to a URDF (floating from --floating-base)."""
-    if arg.endswith(".urdf"):
-        return os.path.splitext(os.path.basename(arg))[0], os.path.abspath(arg), floating_flag
-    if arg not in examples.ROBOTS:
-        sys.exit(f"bench_c: unknown robot {arg!r}; choose from {', '.join(examples.ROBOTS)} or give a .urdf")
-    return arg, examples.robot_path(arg), examples.ROBOTS[arg][1]
 
 
 def function_order(names):
@@ -308,21 +295,12 @@ def print_table(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("robots", nargs="*", default=list(DEFAULT_ROBOTS),
-                        help="names from rbdgen.examples.ROBOTS or .urdf paths (default: %(default)s)")
-    parser.add_argument("--out", default="generated", help="where modules are built/reused (default: generated)")
-    parser.add_argument("--fresh", action="store_true",
-                        help="build into a new temporary folder instead of --out (rbdgen reuses a module when "
-                             "the URDF and options are unchanged, even if rbdgen's code changed)")
+    parser = robot_parser(__doc__, DEFAULT_ROBOTS)
     parser.add_argument("--pin-bench", help="pin_bench executable (default: /tmp/pin_bench, else build it "
                                             "into benchmarks/.cache/)")
     parser.add_argument("--calls", type=int, help="calls per repetition, for both sides "
                                                   "(default: 100000, 20000 when nv > 20)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations driver/pin_bench (default: 3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
-    parser.add_argument("--floating-base", action="store_true", help="for robots given as .urdf paths")
     parser.add_argument("--algorithms", help="build only these functions, comma-separated (default: "
                                              "rbdgen's default set; a module built with another set is rebuilt)")
     parser.add_argument("--json", help="write every number to this JSON file")
@@ -339,7 +317,7 @@ def main(argv=None):
 
 def run_all(args):
     pin_bench = resolve_pin_bench(args.pin_bench)
-    specs = [robot_spec(r, args.floating_base) for r in args.robots]
+    specs = [robot_spec(r, args.floating_base, "bench_c") for r in args.robots]
     print(f"CPU: {cpu_name()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"pin_bench: {pin_bench}")
     results = []
@@ -352,16 +330,6 @@ def run_all(args):
             json.dump({"cpu": cpu_name(), "results": results}, f, indent=1)
         log(f"wrote {args.json}")
 
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ preallocated buffers (the floor of any Python call into the module).
 A script, not a test: pytest never collects it.
 """
 
-import argparse
 import functools
 import gc
 import json
@@ -31,7 +30,7 @@ import warnings
 import numpy as np
 
 import rbdgen
-from rbdgen import examples
+from common import log, robot_parser, robot_spec
 from rbdgen.runtime.pinocchio_bridge import pinocchio_model, to_pinocchio_q
 from rbdgen.runtime.states import random_state
 
@@ -44,16 +43,6 @@ INPUTS = {"rnea": ("q", "v", "a"), "nle": ("q", "v"), "crba": ("q",), "aba": ("q
           "gravity": ("q",)}
 
 
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def robot_spec(arg, floating_flag):
-    if arg.endswith(".urdf"):
-        return os.path.splitext(os.path.basename(arg))[0], os.path.abspath(arg), floating_flag
-    if arg not in examples.ROBOTS:
-        sys.exit(f"bench_python: unknown robot {arg!r}; choose from {', '.join(examples.ROBOTS)} or give a .urdf")
-    return arg, examples.robot_path(arg), examples.ROBOTS[arg][1]
 
 
 def block(fn, args_list, calls):
@@ -155,18 +144,9 @@ def print_table(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("robots", nargs="*", default=list(DEFAULT_ROBOTS),
-                        help="names from rbdgen.examples.ROBOTS or .urdf paths (default: %(default)s)")
-    parser.add_argument("--out", default="generated", help="where modules are built/reused (default: generated)")
-    parser.add_argument("--fresh", action="store_true",
-                        help="build into a new temporary folder instead of --out (rbdgen reuses a module when "
-                             "the URDF and options are unchanged, even if rbdgen's code changed)")
+    parser = robot_parser(__doc__, DEFAULT_ROBOTS)
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed block (default: 2000)")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default: 31)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--floating-base", action="store_true", help="for robots given as .urdf paths")
     parser.add_argument("--c-json", help="bench_c.py --json output: adds its C ns/call column")
     parser.add_argument("--json", help="write every number to this JSON file")
     args = parser.parse_args(argv)
@@ -190,7 +170,7 @@ def run_all(args):
           f"load average {os.getloadavg()[0]:.2f}")
     results = []
     for arg in args.robots:
-        name, urdf, floating = robot_spec(arg, args.floating_base)
+        name, urdf, floating = robot_spec(arg, args.floating_base, "bench_python")
         result = bench_robot(name, urdf, floating, args, c_by_robot.get(name))
         print_table(result)
         results.append(result)

@@ -2,7 +2,6 @@
 
 import re
 
-import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 _IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
