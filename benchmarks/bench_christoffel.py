@@ -22,6 +22,7 @@ A script, not a test: pytest never collects it.
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import shutil
@@ -118,14 +119,18 @@ def time_python(fn, states, calls, rounds):
 def time_driver(module, model, functions, seed, rounds, out_dir):
     """bench_c.py's C driver on the module's own C files: median ns per call per function.
 
-    The driver is built in `out_dir` next to the module and reused while the module's build
-    key is unchanged (compiling the chain's christoffel takes minutes): with --keep, a second
-    run only times."""
+    The driver is built in `out_dir` next to the module and reused while the module's C files,
+    the flags and the seed are unchanged (compiling the chain's christoffel takes minutes):
+    with --keep, a second run does not compile it again."""
     package = os.path.dirname(os.path.abspath(module.__file__))
     with open(os.path.join(package, "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
     order = [fn for fn in functions if fn in meta["functions"]]
-    folder = os.path.join(out_dir, f".driver-{meta['module']}-{meta['build_key'][:16]}-seed{seed}")
+    h = hashlib.sha256(repr((bench_c.OPT_FLAGS, seed, order)).encode())
+    for name in [f"{meta['module']}.h"] + [f"{meta['module']}_{fn}.c" for fn in meta["functions"]]:
+        with open(os.path.join(package, name), "rb") as f:
+            h.update(f.read())
+    folder = os.path.join(out_dir, f".driver-{meta['module']}-{h.hexdigest()[:16]}")
     exe = os.path.join(folder, "bench_driver")
     if not os.access(exe, os.X_OK):
         shutil.rmtree(folder, ignore_errors=True)
