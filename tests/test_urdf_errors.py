@@ -3,7 +3,6 @@
 
 import glob
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import rbdgen
 from rbdgen import ModelError, URDFError
 from rbdgen import reference as ref
 from rbdgen.model import FreeFlyer, ModelBuilder, Prismatic, Revolute
-from rbdgen.spatial import Inertia, Transform
+from rbdgen.spatial import Inertia
 
 from helpers import REL_TOL_PINOCCHIO, assert_close, robots_dir
 
