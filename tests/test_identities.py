@@ -13,7 +13,6 @@ import zlib
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
 
 from helpers import REL_TOL_IDENTITY, assert_close
 from rbdgen import ModelBuilder
@@ -258,30 +257,57 @@ def transform_homogeneous(X):
     return homogeneous(np.array(X.E, dtype=float).T, np.array(X.r, dtype=float))
 
 
+def rotvec_matrix(w):
+    """Rodrigues' formula: the rotation by |w| about w / |w|."""
+    w = np.asarray(w, dtype=float)
+    angle = np.linalg.norm(w)
+    if angle == 0.0:
+        return np.eye(3)
+    k = w / angle
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+
+
+def quaternion_matrix(xyzw):
+    """The rotation of a quaternion (x, y, z, w), normalized first."""
+    x, y, z, w = np.asarray(xyzw, dtype=float) / np.linalg.norm(xyzw)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def intrinsic_euler_matrix(axes, angles):
+    """Turns about the moving axes, the first applied first: "ZYX" is Rz(a) Ry(b) Rx(c)."""
+    R = np.eye(3)
+    for axis, angle in zip(axes, angles):
+        R = R @ rotvec_matrix(np.eye(3)["XYZ".index(axis)] * angle)
+    return R
+
+
 def joint_homogeneous(joint, qj):
     """The pose of the child in the joint frame, computed independently of rbdgen."""
     kind, jm = joint.type, joint.model
     if kind in ("revolute", "continuous"):
-        return homogeneous(Rotation.from_rotvec(np.array(jm.axis) * qj[0]).as_matrix(), np.zeros(3))
+        return homogeneous(rotvec_matrix(np.array(jm.axis) * qj[0]), np.zeros(3))
     if kind == "prismatic":
         return homogeneous(np.eye(3), np.array(jm.axis) * qj[0])
     if kind == "helical":
-        return homogeneous(Rotation.from_rotvec(np.array(jm.axis) * qj[0]).as_matrix(),
+        return homogeneous(rotvec_matrix(np.array(jm.axis) * qj[0]),
                            np.array(jm.axis) * jm.pitch * qj[0])
     if kind == "spherical":
-        return homogeneous(Rotation.from_quat(qj).as_matrix(), np.zeros(3))
+        return homogeneous(quaternion_matrix(qj), np.zeros(3))
     if kind == "free_flyer":
-        return homogeneous(Rotation.from_quat(qj[3:7]).as_matrix(), qj[0:3])
+        return homogeneous(quaternion_matrix(qj[3:7]), qj[0:3])
     if kind == "translation":
         return homogeneous(np.eye(3), qj)
     if kind == "planar":
         n, u, w = (np.array(x, dtype=float) for x in (jm.normal, jm.u, jm.w))
         assert_close("planar u x w == normal", np.cross(u, w), n, 1e-12)
-        return homogeneous(Rotation.from_rotvec(n * qj[2]).as_matrix(), qj[0] * u + qj[1] * w)
+        return homogeneous(rotvec_matrix(n * qj[2]), qj[0] * u + qj[1] * w)
     if kind == "euler_zyx":
-        return homogeneous(Rotation.from_euler("ZYX", qj).as_matrix(), np.zeros(3))
+        return homogeneous(intrinsic_euler_matrix("ZYX", qj), np.zeros(3))
     if kind == "euler_xyz":
-        return homogeneous(Rotation.from_euler("XYZ", qj).as_matrix(), np.zeros(3))
+        return homogeneous(intrinsic_euler_matrix("XYZ", qj), np.zeros(3))
     raise AssertionError(kind)
 
 

@@ -113,7 +113,7 @@ def parse_urdf(text, source="<string>"):
         raise URDFError(f"{source}: malformed XML ({exc}); fix the file") from None
 
 
-def load_urdf(path, floating_base=False, gravity=None):
+def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False):
     """Load a URDF file into a Model (see the module docstring for the conventions).
 
     With `floating_base=True` a free-flyer joint named `root_joint` moves the root link,
@@ -125,10 +125,11 @@ def load_urdf(path, floating_base=False, gravity=None):
         raise URDFError(f"URDF file '{path}' not found; check the path")
     with open(path, "rb") as f:
         text = f.read()
-    return model_from_urdf_string(text, source=path, floating_base=floating_base, gravity=gravity)
+    return model_from_urdf_string(text, source=path, floating_base=floating_base, gravity=gravity, strict=strict,
+                                  mimic=mimic)
 
 
-def model_from_urdf_string(text, source="<string>", floating_base=False, gravity=None):
+def model_from_urdf_string(text, source="<string>", floating_base=False, gravity=None, strict=False, mimic=False):
     root_el = parse_urdf(text, source)
     if root_el.tag != "robot":
         raise URDFError(f"{source}: the top element is <{root_el.tag}>, not <robot>; is this a URDF?")
