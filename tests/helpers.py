@@ -1,6 +1,7 @@
 """Shared test helpers: robots from example-robot-data, Pinocchio conversions, tolerances."""
 
 import os
+from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -26,3 +27,33 @@ def assert_close(name, actual, expected, rel_tol, abs_floor=1.0):
 def pinocchio_model(name):
     path, floating = ROBOTS[name]
     return _pinocchio_model(os.path.join(robots_dir(), path), floating)
+
+
+def tiny_urdf(robot="tiny", links=("base", "link1", "link2", "tip"), joints=("j1", "j2", "tip_joint")):
+    """base -revolute-> link1 -continuous-> link2 -fixed-> tip; names are XML-escaped here."""
+    def link(name, mass):
+        return (f"<link name={quoteattr(name)}><inertial><origin xyz='0.01 0.02 0.1'/>"
+                f"<mass value='{mass}'/><inertia ixx='0.01' iyy='0.02' izz='0.015' ixy='0.001' "
+                "ixz='0' iyz='0'/></inertial></link>")
+
+    def joint(name, jtype, parent, child, xyz, axis):
+        limit = "<limit effort='1' velocity='1' lower='-3' upper='3'/>" if jtype == "revolute" else ""
+        return (f"<joint name={quoteattr(name)} type='{jtype}'><parent link={quoteattr(parent)}/>"
+                f"<child link={quoteattr(child)}/><origin xyz='{xyz}' rpy='0.1 0.2 0.3'/>"
+                f"<axis xyz='{axis}'/>{limit}</joint>")
+
+    base, l1, l2, tip = links
+    body = [link(base, 2.0), link(l1, 1.0), link(l2, 0.5), link(tip, 0.2),
+            joint(joints[0], "revolute", base, l1, "0 0 0.1", "0 0 1"),
+            joint(joints[1], "continuous", l1, l2, "0.3 0 0", "0 1 0"),
+            joint(joints[2], "fixed", l2, tip, "0.2 0 0", "1 0 0")]
+    # quoteattr turns a newline into &#10; so that it survives attribute normalization
+    return "<?xml version='1.0' encoding='utf-8'?>\n<robot name=" + quoteattr(robot) + ">\n" + \
+        "\n".join(body) + "\n</robot>\n"
+
+
+def write_urdf(folder, text, filename="robot.urdf"):
+    path = os.path.join(str(folder), filename)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path

@@ -1,14 +1,12 @@
 """URDF -> symbolic run -> C -> cffi extension -> generated/<robot>/, verified and cached.
 
-The build writes into a temporary folder beside the target and renames it into place under
-a lock, so an interrupted or concurrent build never leaves a broken module. The C files are
+A module is built and verified in a temporary folder and installed under a lock by one
+atomic rename; when it may be reused instead is decided in codegen/cache.py. The C files are
 compiled in parallel by the C compiler; cffi (API mode, out of line) compiles only its small
 wrapper, in a child process so that its output can be captured and its chdir stays there.
 """
 
 import concurrent.futures
-import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -17,31 +15,25 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 from .. import __version__
 from ..algorithms import contact as contact_algorithms
 from ..errors import BuildError, CodegenError
 from ..model.urdf import load_urdf
+from . import cache
 from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
-from .render import (function_data, render_batch, render_calls, render_function, render_header, render_wrapper,
-                     signature)
+from .render import (function_data, render_batch, render_calls, render_function, render_header, render_info,
+                     render_wrapper, signature)
 
-OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
+OPT_FLAGS = ["-O3", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-std=gnu11"]
 
 
 def _noop(message):
     pass
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,7 +55,7 @@ def code_fingerprint():
 def model_fingerprint(model):
     """A hash of everything the generated code depends on (exact float reprs)."""
     h = hashlib.sha256()
-    parts = [repr(model.gravity)]
+    parts = [repr(model.name), repr(model.gravity)]
     for i, joint in enumerate(model.joints):
         parts.append(repr((joint.name, joint.type, sorted(vars(joint.model).items()), model.parent[i],
                            model.X_T[i], model.inertia[i])))
@@ -105,30 +97,42 @@ def _metadata(model, module, extension, datas, key, options, source):
     }
 
 
-@contextlib.contextmanager
-def _lock(path):
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def module_name(raw):
+    """The identifier of the module (folder, Python package, C prefix) for a robot name.
+
+    A name that is already an identifier is kept. Any other (`my-bot`, `my.bot`, a name
+    longer than 64 characters) gets a short hash of the original after its sanitized form,
+    so two names never share one folder. A name that Python would import as something else
+    (`numpy`, `json`) gets the suffix `_robot`, so `import NAME` from the output folder
+    never shadows a real package.
+    """
+    raw = str(raw)
+    ident = sanitize_identifier(raw)
+    if ident != raw:
+        ident = f"{ident[:57]}_{hashlib.sha256(raw.encode()).hexdigest()[:6]}"
+    if _importable_elsewhere(ident):
+        ident += "_robot"
+    return ident
 
 
-def _cached(target, key):
+def _importable_elsewhere(name):
+    import importlib.util
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names or name in ("rbdgen", "cffi"):
+        return True
     try:
-        with open(os.path.join(target, "model.json"), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
         return False
-    return meta.get("build_key") == key and any(
-        name.startswith(meta["extension"] + ".") for name in os.listdir(target))
+    # our own generated modules (a folder with model.json) are not "something else"
+    return spec is not None and not (spec.origin and os.path.isfile(
+        os.path.join(os.path.dirname(spec.origin), "model.json")))
 
 
 def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
                 verify=True, progress=_noop, source=None):
-    """Generate, compile and load the module for `model`; reuse it when nothing changed."""
-    module = sanitize_identifier(name or model.name)
+    """Generate, compile, verify and load the module for `model`; reuse it when nothing
+    changed (the rules are in codegen/cache.py)."""
+    module = module_name(name or model.name)
     specs = fn_table.select(algorithms, model)
     if algorithms is None and model.massless_joints():
         progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
@@ -138,52 +142,88 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
         progress(f"left out {', '.join(costly)} (nv = {model.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as nv^3); "
                  "name it in --algorithms to build it")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
-    key = hashlib.sha256(json.dumps([model_fingerprint(model), options, __version__, code_fingerprint()]).encode()
-                         ).hexdigest()
-    os.makedirs(out_dir, exist_ok=True)
+    flags = compile_flags(native)
+    key = cache.build_key(model_fingerprint(model), options, __version__, code_fingerprint(), flags=flags)
+    _make_output_folder(out_dir)
     target = os.path.join(out_dir, module)
-    with _lock(os.path.join(out_dir, f".{module}.lock")):
-        if _cached(target, key):
-            progress(f"{module}: up to date, reusing {target}")
-            return load(target)
-        work = os.path.abspath(tempfile.mkdtemp(prefix=f".{module}-", dir=out_dir))
-        os.chmod(work, 0o777 & ~_umask())  # mkdtemp makes it private; the module is not
-        try:
-            _generate_into(work, model, module, specs, key, options, source, native, cse, progress)
-            trash = None
-            if os.path.exists(target):
-                trash = tempfile.mkdtemp(prefix=f".{module}-old-", dir=out_dir)
-                os.rename(target, os.path.join(trash, module))
-            os.rename(work, target)
-            if trash:
-                shutil.rmtree(trash, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-    loaded = load(target)
-    if verify:
-        from ..runtime.verify import verify_module
-        t0 = time.perf_counter()
-        report = verify_module(loaded, model, states=2)
-        bad = {k: v for k, v in report.items() if not v["ok"]}
-        if bad:
-            name_, worst = next(iter(bad.items()))
-            shutil.rmtree(target, ignore_errors=True)  # never leave a wrong module to be reused
-            raise CodegenError(f"{module}: generated {name_} disagrees with the reference "
-                               f"(relative error {worst['error']:.2e}); please report this")
-        progress(f"verified against the reference ({time.perf_counter() - t0:.1f} s)")
-    return loaded
+    if os.path.lexists(target) and not os.path.isdir(target):
+        raise BuildError(f"'{target}' exists and is not a module folder; remove it or choose another --name")
+    with cache.locked(out_dir, module):
+        cache.remove_stale(out_dir, module)
+        problem = cache.reuse_problem(target, key, verify)
+        if problem is None:
+            try:
+                loaded = load(target)
+                progress(f"{module}: up to date, reusing {target}")
+                return loaded
+            except BuildError as exc:
+                problem = str(exc)
+        if problem != "no module yet":
+            progress(f"{module}: rebuilding ({problem})")
+        _replacing_another_robot(target, model, progress)
+        with cache.workspace(out_dir, module) as work:
+            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress)
+            report = None
+            if verify:
+                report = _verify(work, model, module, progress)
+            cache.write_verification(work, key, report)
+            cache.install(work, target)
+        return load(target)
 
 
-def _generate_into(work, model, module, specs, key, options, source, native, cse, progress):
-    """Generate, render and compile every function (in parallel processes), then link."""
+def _make_output_folder(out_dir):
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create the output folder '{out_dir}' ({exc.strerror}); choose another -o") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise BuildError(f"the output folder '{out_dir}' is not writable; choose another -o")
+
+
+def _replacing_another_robot(target, model, progress):
+    """Say so when the folder about to be replaced holds another robot's module."""
+    try:
+        old = cache.read_json(os.path.join(target, "model.json"))["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if old != model.name:
+        progress(f"replacing the module of robot {old!r} in {target} with robot {model.name!r}")
+
+
+def _verify(work, model, module, progress):
+    """Load the new module from its temporary folder and compare it with the reference;
+    CodegenError (and the folder is discarded) on any mismatch or non-finite value."""
+    from ..runtime.verify import verify_module
+    t0 = time.perf_counter()
+    # under a package name of its own: the installed copy is loaded again from its final place
+    loaded = load(work, package=f"rbdgen_verifying_{module}_{hashlib.sha256(work.encode()).hexdigest()[:12]}")
+    report = verify_module(loaded, model)
+    bad = {k: v for k, v in report.items() if not v["ok"]}
+    if bad:
+        name_, worst = next(iter(bad.items()))
+        raise CodegenError(f"{module}: generated {name_} disagrees with the reference "
+                           f"(relative error {worst['error']:.2e}); please report this")
+    progress(f"verified against the reference ({len(report)} functions, {time.perf_counter() - t0:.1f} s)")
+    return report
+
+
+def compile_flags(native):
+    # -ffp-contract=off: one rounding per operation, as written. With contraction gcc may fuse
+    # a*b + c differently in two copies of one expression, and M[i, j] != M[j, i] by an ulp.
+    return OPT_FLAGS + (["-march=native"] if native else [])
+
+
+def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress):
+    """Generate, render and compile every function (in parallel processes), then link.
+
+    Every file is named rbdgen_<module>_*, so no robot name can shadow a system header."""
     extension = f"_{module}_{key[:12]}"
-    header = f"{module}.h"
-    flags = OPT_FLAGS + (["-march=native"] if native else [])
+    prefix = f"rbdgen_{module}"
+    header = f"{prefix}.h"
     signatures = [signature(module, spec, model) for spec in specs]
     with open(os.path.join(work, header), "w") as f:
         f.write(render_header(module, signatures))
-    batch_source = os.path.join(work, f"{module}_batch.c")
+    batch_source = os.path.join(work, f"{prefix}_batch.c")
     with open(batch_source, "w") as f:
         f.write(render_batch(module, header, signatures))
     jobs = [(model, module, spec.name, cse, work, header, flags) for spec in specs]
@@ -200,7 +240,11 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
             progress(f"  {data['name']}: {data['operations']} operations "
                      f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
     datas = [results[spec.name][0] for spec in specs]
-    objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work)]
+    info_source = os.path.join(work, f"{prefix}_info.c")
+    with open(info_source, "w") as f:
+        f.write(render_info(module, header, build_info(key, model.nq, model.nv, len(specs))))
+    objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
+                                                           compile_source(info_source, flags, work)]
     with open(os.path.join(work, "__init__.py"), "w") as f:
         f.write(render_wrapper(module, datas))
     # Points and contacts run on NumPy, in the very file the reference uses.
@@ -208,10 +252,10 @@ def _generate_into(work, model, module, specs, key, options, source, native, cse
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
-    with open(os.path.join(work, f"{module}_calls.c"), "w") as f:
+    with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(render_calls(module, header, signatures))
     t0 = time.perf_counter()
-    _cffi_extension(work, extension, header, objects, f"{module}_calls.c", f"rbdgen_{module}_entry_points")
+    _cffi_extension(work, extension, header, objects, f"{prefix}_calls.c", f"rbdgen_{module}_entry_points")
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
@@ -228,7 +272,7 @@ def _generate_function(model, module, name, cse, work, header, flags):
     program = generate_program(model, spec, cse=cse)
     t1 = time.perf_counter()
     data = function_data(module, spec, model, program)
-    source = os.path.join(work, f"{module}_{name}.c")
+    source = os.path.join(work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
         f.write(render_function(header, data))
     t2 = time.perf_counter()
@@ -266,7 +310,7 @@ def _cffi_extension(work, extension, header, objects, calls, entry_points):
     cdef = [f"void *{entry_points}(void *fallbacks);"]
     with open(os.path.join(work, header)) as f:
         for line in f:
-            if line.startswith("void "):
+            if line.startswith(("void ", "const char *")):
                 cdef.append(line.strip())
     spec_path = os.path.join(work, "_cffi_spec.json")
     with open(spec_path, "w") as f:
@@ -287,37 +331,61 @@ def _cffi_extension(work, extension, header, objects, calls, entry_points):
 
 
 def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
-          cse=True, verify=True, progress=_noop):
-    """Build (or reuse) the module for a URDF and load it. See the README for its functions."""
+          cse=True, verify=True, progress=_noop, strict=False, mimic=False):
+    """Build (or reuse) the module for a URDF and load it. See the README for its functions.
+
+    strict: an invalid inertia is an error instead of a warning; mimic: <mimic> joints follow
+    their master (Pinocchio's mimic=True model) instead of moving freely."""
     t0 = time.perf_counter()
     fn_table.select(algorithms)  # unknown names fail before any work
-    model = load_urdf(urdf_path, floating_base=floating_base)
+    model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
-                  "floating_base": bool(floating_base)}
+                  "floating_base": bool(floating_base), "mimic": bool(mimic)}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
     return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source)
 
 
-def load(path):
-    """Load a generated package from its folder (needs only numpy and cffi)."""
+def build_info(key, nq, nv, nfunctions):
+    """What a compiled module says about itself; `load` compares it with model.json."""
+    return f"{key} {nq} {nv} {nfunctions}"
+
+
+def load(path, package=None):
+    """Load a generated package from its folder (needs only numpy and cffi).
+
+    BuildError (one line) when the folder is not a module or its files disagree: a garbled
+    model.json, an extension that does not import, or compiled constants (build key, nq, nv,
+    function count) other than model.json's (the package's __init__ checks those).
+    """
     import importlib.util
     path = os.path.abspath(os.fspath(path))
     init = os.path.join(path, "__init__.py")
     meta_path = os.path.join(path, "model.json")
     if not (os.path.isfile(init) and os.path.isfile(meta_path)):
         raise BuildError(f"'{path}' is not a generated rbdgen module (no __init__.py and model.json); run rbdgen build")
-    with open(meta_path, encoding="utf-8") as f:
-        meta = json.load(f)
-    package = f"rbdgen_generated_{meta['module']}_{meta['build_key'][:12]}"
+    try:
+        meta = cache.read_json(meta_path)
+        module_id, key = str(meta["module"]), str(meta["build_key"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BuildError(f"'{path}': model.json is damaged ({type(exc).__name__}); rebuild the module") from None
+    package = package or f"rbdgen_generated_{module_id}_{key[:12]}"
     if package in sys.modules:
         return sys.modules[package]
+    try:
+        record = cache.read_json(os.path.join(path, cache.VERIFICATION_FILE))
+    except (OSError, ValueError):
+        record = None   # a module being verified, or one built before records existed
+    problem = cache.extension_problem(path, meta, record) if isinstance(record, dict) else None
+    if problem:
+        raise BuildError(f"'{path}': {problem}; rebuild it")
     spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[path])
     module = importlib.util.module_from_spec(spec)
     sys.modules[package] = module
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
+        spec.loader.exec_module(module)  # the module checks its compiled constants itself
+    except Exception as exc:
         del sys.modules[package]
-        raise
+        detail = " ".join(str(exc).split())[:200]
+        raise BuildError(f"'{path}': the module does not load ({type(exc).__name__}: {detail}); rebuild it") from None
     return module

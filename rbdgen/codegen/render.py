@@ -78,9 +78,19 @@ def function_data(module, spec, model, program, part_statements=PART_STATEMENTS)
                               "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
         rendered.append(lines)
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
-    outputs = [(k, final.expression(e)) for k, e in enumerate(program.outputs) if e != 0]
+    # An entry equal to an earlier one (M[j, i] = M[i, j]) is copied from it, not computed
+    # again: one value, so symmetry is exact whatever the compiler does with each copy.
+    outputs, copies, first = [], [], {}
+    for k, e in enumerate(program.outputs):
+        if e == 0:
+            continue
+        if e in first:
+            copies.append((k, first[e]))
+        else:
+            first[e] = k
+            outputs.append((k, final.expression(e)))
     return dict(signature(module, spec, model), parts=rendered, workspace=len(slot), outputs=outputs,
-                zero_outputs=len(program.outputs) - len(outputs),
+                copies=copies, zero_outputs=len(program.outputs) - len(outputs) - len(copies),
                 operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
@@ -102,6 +112,11 @@ def render_function(header, fn):
 
 def render_batch(module, header, functions):
     return template("batch.c.j2").render(version=__version__, module=module, header=header, functions=functions)
+
+
+def render_info(module, header, info):
+    assert all(c.isalnum() or c == " " for c in info)  # hex key and counts: nothing to escape
+    return template("info.c.j2").render(version=__version__, module=module, header=header, info=info)
 
 
 def render_calls(module, header, functions):
