@@ -2,11 +2,11 @@
 
 __version__ = "0.1.0"
 
-from .errors import BuildError, CodegenError, ModelError, RbdgenError, URDFError
+from .errors import BuildError, CodegenError, InertiaWarning, ModelError, RbdgenError, URDFError
 from .model import ModelBuilder, load_urdf
 from .runtime import reference
 
-__all__ = ["BuildError", "CodegenError", "ModelError", "RbdgenError", "URDFError", "ModelBuilder",
+__all__ = ["BuildError", "CodegenError", "InertiaWarning", "ModelError", "RbdgenError", "URDFError", "ModelBuilder",
            "load_urdf", "reference", "__version__"]
 
 from .codegen.build import build, build_model, load  # noqa: E402

@@ -17,6 +17,11 @@ class CodegenError(RbdgenError):
     """The symbolic run or the rendering of C failed."""
 
 
+class InertiaWarning(UserWarning):
+    """A link's inertia is physically impossible (not positive semi-definite, or its principal
+    moments break the triangle inequality); the model is loaded as given, as Pinocchio does."""
+
+
 class BuildError(RbdgenError):
     """Compiling a generated module failed; carries the command and the compiler output."""
 

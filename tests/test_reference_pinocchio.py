@@ -8,6 +8,8 @@ Conventions bridged here:
 """
 
 import functools
+import glob
+import os
 import warnings
 
 import numpy as np
@@ -19,7 +21,7 @@ import rbdgen  # noqa: E402
 from rbdgen import reference as ref  # noqa: E402
 
 from helpers import (REL_TOL_PINOCCHIO, ROBOTS, assert_close, pinocchio_model,  # noqa: E402
-                     random_configuration, robot_path, to_pinocchio_q)
+                     random_configuration, robot_path, robots_dir, to_pinocchio_q)
 
 # panda and talos have <mimic> joints: rbdgen warns and treats them as independent.
 pytestmark = pytest.mark.filterwarnings("ignore:.*<mimic> is ignored:UserWarning")
@@ -34,6 +36,7 @@ def models(name):
     """(rbdgen model, Pinocchio model), loaded once per robot."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*<mimic> is ignored", category=UserWarning)
+        warnings.filterwarnings("ignore", category=rbdgen.errors.InertiaWarning)  # allegro's fingers
         model = rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
     return model, pinocchio_model(name)
 
@@ -295,3 +298,42 @@ def test_unknown_frame_and_reference():
         ref.frame_placement(model, q, "no_such_link")
     with pytest.raises(rbdgen.ModelError, match="sideways"):
         ref.frame_jacobian(model, q, model.frames[-1].name, "sideways")
+
+
+# ------------------------------------------------------------------ all of example-robot-data
+
+def all_urdfs():
+    root = robots_dir()
+    return sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "**", "*.urdf"), recursive=True))
+
+
+# URDFs of example-robot-data that Pinocchio refuses: rbdgen may refuse them too (in one line).
+PINOCCHIO_REFUSES = {os.path.join("ur_description", "urdf", "ur3.urdf")}  # an empty xacro stub
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # invalid inertias and <mimic>, loaded as Pinocchio does
+@pytest.mark.parametrize("relpath", all_urdfs())
+def test_every_urdf_pinocchio_loads_loads_and_matches(relpath):
+    """Fixed base, mimic joints independent (Pinocchio's defaults); rnea and crba at one seeded state."""
+    path = os.path.join(robots_dir(), relpath)
+    try:
+        pm = pin.buildModelFromUrdf(path)
+    except ValueError:
+        assert relpath in PINOCCHIO_REFUSES, f"Pinocchio refuses {relpath}; check why, then list it"
+        try:
+            rbdgen.load_urdf(path)
+        except rbdgen.URDFError as exc:
+            assert "\n" not in str(exc)
+        return
+    assert relpath not in PINOCCHIO_REFUSES, f"Pinocchio now loads {relpath}"
+    model = rbdgen.load_urdf(path)
+    assert [j.name for j in model.joints] == list(pm.names)[1:]
+    assert model.nv == pm.nv
+    s = State(model, seed=len(relpath))
+    assert s.q_pin.shape == (pm.nq,)
+    pd = pm.createData()
+    assert_close(f"{relpath} rnea", ref.rnea(model, s.q, s.v, s.a), pin.rnea(pm, pd, s.q_pin, s.v, s.a),
+                 REL_TOL_PINOCCHIO)
+    Mp = np.array(pin.crba(pm, pd, s.q_pin))
+    M = ref.crba(model, s.q).reshape(model.nv, model.nv)  # reshape: with nv = 0 (iris) the reference gives (0,)
+    assert_close(f"{relpath} crba", M, np.triu(Mp) + np.triu(Mp, 1).T, REL_TOL_PINOCCHIO)

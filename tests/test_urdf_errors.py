@@ -9,6 +9,7 @@ import pytest
 
 import rbdgen
 from rbdgen import ModelError, URDFError
+from rbdgen.errors import InertiaWarning
 from rbdgen import reference as ref
 from rbdgen.model import FreeFlyer, ModelBuilder, Prismatic, Revolute
 from rbdgen.spatial import Inertia
@@ -173,15 +174,24 @@ def test_negative_mass_on_floating_root(tmp_path):
     load_error(write(tmp_path, text), "base", "mass", floating_base=True)
 
 
-@pytest.mark.parametrize("tensor", [
-    '<inertia ixx="1" iyy="1" izz="-1" ixy="0" ixz="0" iyz="0"/>',          # a negative moment
-    '<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0.05" ixz="0" iyz="0"/>',  # products too large
-    '<inertia ixx="-0.01" iyy="-0.01" izz="-0.01" ixy="0" ixz="0" iyz="0"/>',  # negative definite
+@pytest.mark.parametrize("tensor, problem", [
+    ('<inertia ixx="1" iyy="1" izz="-1" ixy="0" ixz="0" iyz="0"/>', "positive semi-definite"),    # a negative moment
+    ('<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0.05" ixz="0" iyz="0"/>', "positive semi-definite"),  # products
+    ('<inertia ixx="-0.01" iyy="-0.01" izz="-0.01" ixy="0" ixz="0" iyz="0"/>', "positive semi-definite"),
+    ('<inertia ixx="10" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>', "triangle inequality"),       # 10 > 1 + 1
 ])
-def test_non_positive_definite_inertia(tmp_path, tensor):
-    text = arm(fore=link("fore", 1.0, inertia=tensor))
-    message = load_error(write(tmp_path, text), "fore", "inertia")
-    assert "positive definite" in message
+def test_physically_invalid_inertia_warns_and_strict_refuses(tmp_path, tensor, problem):
+    """Loaded as given with one warning naming the link (Pinocchio loads such tensors too);
+    strict=True makes it an error."""
+    path = write(tmp_path, arm(fore=link("fore", 1.0, inertia=tensor)))
+    with pytest.warns(InertiaWarning) as caught:
+        model = rbdgen.load_urdf(path)
+    assert len(caught) == 1
+    check_message(caught[0].message, "link 'fore'", "inertia", problem)
+    assert model.nv == 2
+    with pytest.raises(URDFError) as info:
+        rbdgen.load_urdf(path, strict=True)
+    check_message(info.value, "link 'fore'", problem)
 
 
 def test_malformed_inertia_number(tmp_path):
@@ -433,19 +443,38 @@ ALL_URDFS = _all_urdfs()
 KNOWN_BAD = {
     # an empty <robot/> left by xacro (Pinocchio refuses it too)
     os.path.join("ur_description", "urdf", "ur3.urdf"): "no <link>",
-    # <inertial> tensors that are not positive definite (Pinocchio loads them unchecked):
+}
+
+# Files with <inertial> tensors that no rigid body has (Pinocchio loads them unchecked): they load
+# with a warning naming the first such link, and strict=True refuses them.
+INVALID_INERTIA = {
     # body: ixx*izz - ixz^2 = 0.0564*0.0212 - 0.0575^2 < 0
     os.path.join("romeo_description", "urdf", "romeo_laas_small.urdf"): "link 'body' <inertial>",
     # base_antenna_left_link: ixx*iyy - ixy^2 = 2.37e-8*2.83e-8 - (6.12e-8)^2 < 0
     os.path.join("tiago_description", "robots", "tiago.urdf"): "link 'base_antenna_left_link' <inertial>",
     os.path.join("tiago_description", "robots", "tiago_dual.urdf"): "link 'base_antenna_left_link' <inertial>",
     os.path.join("tiago_description", "robots", "tiago_no_hand.urdf"): "link 'base_antenna_left_link' <inertial>",
+    # principal moments 0.01 > 0.001 + 0.001
+    os.path.join("pr2_description", "urdf", "pr2.urdf"): "link 'sensor_mount_link' <inertial>",
 }
 
 
 def test_example_robot_data_has_urdfs():
     assert len(ALL_URDFS) > 20
-    assert set(KNOWN_BAD) <= set(ALL_URDFS)
+    assert set(KNOWN_BAD) <= set(ALL_URDFS) and set(INVALID_INERTIA) <= set(ALL_URDFS)
+
+
+@pytest.mark.filterwarnings("ignore:.*<mimic> is ignored:UserWarning")
+@pytest.mark.parametrize("relpath", sorted(INVALID_INERTIA))
+def test_invalid_inertias_of_real_robots_warn(relpath):
+    path = os.path.join(robots_dir(), relpath)
+    with pytest.warns(InertiaWarning) as caught:
+        rbdgen.load_urdf(path)
+    [warning] = [w for w in caught if issubclass(w.category, InertiaWarning)]
+    check_message(warning.message, INVALID_INERTIA[relpath])
+    with pytest.raises(URDFError) as info:
+        rbdgen.load_urdf(path, strict=True)
+    check_message(info.value, INVALID_INERTIA[relpath])
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -11,16 +11,21 @@ generated package, so the reference and the generated module share one implement
   J_world           6 x nv, rows [linear; angular]: joint axes at the world origin;
   support[b]        boolean mask of the coordinates that move body b;
   motion[b]         body b's [w, v_O, w-dot, a_O] in body coordinates (no gravity);
-  frames[name]      (body, R_bf, p_bf): the frame's placement on its body.
+  frames[name]      (body, R_bf, p_bf): the frame's placement on its body;
+  velocity_map      None, or for a model with mimic joints the matrix P (v_full = P v): J_world
+                    and support are then the tree's, and Jacobians are returned as J P.
 """
 
 import numpy as np
 
 
 class Kinematics:
-    def __init__(self, frames, support, R, p, J_world=None, motion=None):
+    def __init__(self, frames, support, R, p, J_world=None, motion=None, velocity_map=None):
         self.frames, self.support, self.R, self.p = frames, support, R, p
-        self.J_world, self.motion = J_world, motion
+        self.J_world, self.motion, self.velocity_map = J_world, motion, velocity_map
+
+    def _mapped(self, J):
+        return J if self.velocity_map is None else J @ self.velocity_map
 
     def frame(self, name):
         try:
@@ -44,16 +49,16 @@ class Kinematics:
         body = self.frame(name)[0]
         J = np.zeros_like(self.J_world)
         if body < 0:
-            return J
+            return self._mapped(J)
         mask = self.support[body]
         J[:, mask] = self.J_world[:, mask]
         if reference == "world":
-            return J
+            return self._mapped(J)
         R, p = self.frame_placement(name)
         J[:3] += np.cross(J[3:].T, p).T        # velocity of the point at p: v_O + w x p
         if reference == "local":
             J[:3], J[3:] = R.T @ J[:3], R.T @ J[3:]
-        return J
+        return self._mapped(J)
 
     def point_in_body(self, name, point):
         body, R_bf, p_bf = self.frame(name)
@@ -65,11 +70,11 @@ class Kinematics:
         body, p_b = self.point_in_body(name, point)
         J = np.zeros((3, self.J_world.shape[1]))
         if body < 0:
-            return J
+            return self._mapped(J)
         p_w = self.p[body] + self.R[body] @ p_b
         mask = self.support[body]
         J[:, mask] = self.J_world[:3, mask] + np.cross(self.J_world[3:, mask].T, p_w).T
-        return J
+        return self._mapped(J)
 
     def point_velocity(self, name, point):
         """World velocity of the point: R (v_O + w x p) from the body's own velocity."""
@@ -89,10 +94,20 @@ class Kinematics:
 
 
 def _vector3(x, what):
-    x = np.asarray(x, dtype=float)
+    x = real_array(x, what)
     if x.shape != (3,):
         raise ValueError(f"{what}: expected (3,), got {x.shape}")
     return x
+
+
+def real_array(x, what):
+    """x as a float64 array; TypeError for complex, boolean, text or other non-real values,
+    which numpy would convert with at most a warning (complex: dropping the imaginary part)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu" and not (a.dtype.kind == "O" and all(
+            isinstance(e, (int, float)) and not isinstance(e, bool) for e in a.flat)):
+        raise TypeError(f"{what}: expected real numbers, got {a.dtype} values")
+    return a.astype(float, copy=False)
 
 
 def parse_contacts(contacts):
@@ -136,6 +151,30 @@ def constraint_bias(kin_at_rest, contacts):
     return np.concatenate(rows)
 
 
+def _number(value, what, high):
+    """value as a float in [0, high]: TypeError for what is not a real number, ValueError for
+    NaN, infinity and values outside."""
+    x = np.asarray(value)
+    if x.shape != () or x.dtype.kind not in "fiu":
+        shape = f" of shape {x.shape}" if x.shape else ""
+        raise TypeError(f"{what}: expected a real number, got {type(value).__name__}{shape}")
+    x = float(x)
+    if not (np.isfinite(x) and 0.0 <= x <= high):
+        allowed = "a finite number >= 0" if high == np.inf else f"a number from 0 to {high:g}"
+        raise ValueError(f"{what}: expected {allowed}, got {x!r}")
+    return x
+
+
+def check_damping(damping):
+    """damping >= 0 and finite (0: no damping; redundant contacts then raise ValueError)."""
+    return _number(damping, "damping", np.inf)
+
+
+def check_restitution(restitution):
+    """The coefficient of restitution, from 0 (plastic impact) to 1 (elastic)."""
+    return _number(restitution, "restitution", 1.0)
+
+
 def _contact_space_inverse(G, Minv, damping):
     """(G M^-1 G^T + damping 1)^-1, refusing redundant constraints unless damped."""
     Lambda_inv = G @ Minv @ G.T
@@ -151,6 +190,7 @@ def _contact_space_inverse(G, Minv, damping):
 
 def contact_dynamics(Minv, bias, tau, G, gamma, damping=0.0):
     """Seed 000 eq. (7): M a = tau - bias + G^T lambda with G a = gamma. Returns (a, lambda)."""
+    damping = check_damping(damping)
     a_free = Minv @ (tau - bias)
     lam = _contact_space_inverse(G, Minv, damping) @ (gamma - G @ a_free)
     return a_free + Minv @ (G.T @ lam), lam
@@ -158,5 +198,6 @@ def contact_dynamics(Minv, bias, tau, G, gamma, damping=0.0):
 
 def impulse_dynamics(Minv, v_minus, G, restitution=0.0, damping=0.0):
     """Seed 000 eq. (10): v+ = v- + M^-1 G^T Lambda with G v+ = -e G v-. Returns (v+, Lambda)."""
+    restitution, damping = check_restitution(restitution), check_damping(damping)
     Lambda = -(1.0 + restitution) * (_contact_space_inverse(G, Minv, damping) @ (G @ v_minus))
     return v_minus + Minv @ (G.T @ Lambda), Lambda

@@ -58,6 +58,18 @@ class Model:
     frames: tuple
     gravity: tuple = DEFAULT_GRAVITY
     _frame_index: dict = field(default=None, repr=False, compare=False)
+    _full: "Model" = field(default=None, repr=False, compare=False)   # set by model.mimic.with_mimic
+
+    @property
+    def full(self):
+        """The model with every joint independent: what the algorithms run on. A model with
+        mimic joints (rbdgen.model.mimic) has fewer coordinates than its tree; without them,
+        the model itself."""
+        return self if self._full is None else self._full
+
+    @property
+    def has_mimic(self):
+        return self._full is not None
 
     @property
     def nq(self):
@@ -97,7 +109,11 @@ class Model:
         for i in reversed(range(self.nbodies)):
             if carries[i] and self.parent[i] >= 0:
                 carries[self.parent[i]] = True
-        return [j.name for j, c in zip(self.joints, carries) if not c]
+        # A mimic joint moves its master's coordinate (idx_v): the coordinate moves mass if any of its joints does.
+        moves = {}
+        for joint, c in zip(self.joints, carries):
+            moves[joint.idx_v] = moves.get(joint.idx_v, False) or c
+        return [j.name for j in self.joints if not moves[j.idx_v]]
 
     @property
     def total_mass(self):
@@ -127,6 +143,7 @@ class ModelBuilder:
         self.gravity = tuple(float(g) for g in gravity)
         self._joints, self._parent, self._X_T, self._inertia, self._bodies = [], [], [], [], []
         self._frames = {}
+        self._joint_names = set()   # a name check per joint stays O(1): URDF chains can be long
         self._nq = self._nv = 0
 
     def _resolve(self, parent, X_T):
@@ -141,7 +158,7 @@ class ModelBuilder:
         return parent, X_T
 
     def _check_new_name(self, name, what):
-        taken = any(j.name == name for j in self._joints) if what == "joint" else name in self._frames
+        taken = name in self._joint_names if what == "joint" else name in self._frames
         if taken:
             raise ModelError(f"{what} name {name!r} is used twice; give every {what} its own name")
 
@@ -161,6 +178,7 @@ class ModelBuilder:
         inertia = inertia or Inertia()
         _check_inertia(inertia, body_name)
         self._joints.append(Joint(joint_name, joint, self._nq, self._nv))
+        self._joint_names.add(joint_name)
         self._nq += joint.nq
         self._nv += joint.nv
         self._parent.append(body)
@@ -186,6 +204,7 @@ class ModelBuilder:
         return self.add_fixed_body(parent, name, placement)
 
     def finish(self):
+        _check_finite(self)
         exact_transform = lambda X: Transform(tuple(tuple(snap(e) for e in row) for row in X.E),
                                                tuple(_exact(x) for x in X.r))
         frames = tuple(Frame(f.name, f.body, exact_transform(f.placement)) for f in self._frames.values())
@@ -212,4 +231,34 @@ def _check_inertia(inertia, body_name):
     m = float(inertia.m)
     if not (math.isfinite(m) and m >= 0):
         raise ModelError(f"body {body_name!r}: mass {m} must be finite and >= 0")
+    if not _all_finite(inertia.h, *inertia.I):
+        raise ModelError(f"body {body_name!r}: its spatial inertia is not finite "
+                         f"(mass {m:g}, m c = {_floats(inertia.h)}); "
+                         "give a realistic center of mass and inertia (m c^2 must not overflow)")
+
+
+def _check_finite(builder):
+    """Merged inertias and composed placements can overflow although every part was finite
+    (two masses of 1e308 on one body); such a model would give NaN for every state."""
+    if not _all_finite(builder.gravity):
+        raise ModelError(f"gravity {_floats(builder.gravity)} must be three finite numbers")
+    for name, I in zip(builder._bodies, builder._inertia):
+        if not _all_finite((I.m,), I.h, *I.I):
+            raise ModelError(f"body {name!r}: its merged spatial inertia is not finite (mass {float(I.m):g}, "
+                             f"m c = {_floats(I.h)}); the masses or inertias fixed to it overflow, "
+                             "give realistic values")
+    placements = list(zip(builder._bodies, builder._X_T))
+    placements += [(f.name, f.placement) for f in builder._frames.values()]
+    for name, X in placements:
+        if not _all_finite(X.r, *X.E):
+            raise ModelError(f"frame {name!r}: its placement is not finite (origin {_floats(X.r)}); "
+                             "the offsets (URDF <origin>) on its path overflow, give realistic values")
+
+
+def _all_finite(*rows):
+    return all(math.isfinite(float(x)) for row in rows for x in row)
+
+
+def _floats(values):
+    return "(" + " ".join(f"{float(x):g}" for x in values) + ")"
 
