@@ -22,7 +22,8 @@ from helpers import robot_path
 
 # Enough for every kind of call: vectors, matrices, a scalar, f_ext, and the contact functions.
 ALGORITHMS = ["rnea", "rnea_fext", "nle", "crba", "aba", "kinetic_energy", "placements", "jacobians", "body_motion",
-              "minv"]
+              "minv", "frame_placement", "frame_jacobian_local_world_aligned",
+              "frame_classical_acceleration_local_world_aligned", "frame_velocity_local_world_aligned"]
 
 _SCRIPT = textwrap.dedent(r'''
     import json, sys, warnings

@@ -22,7 +22,7 @@ from rbdgen.algorithms.linalg import symmetric_inverse
 from rbdgen.model.joints import EulerXYZ, EulerZYX, FreeFlyer, Revolute, Spherical
 from rbdgen.runtime.reference import OPS
 from rbdgen.spatial import combine, Force, Inertia, Motion, Transform
-from trees import (ALL_JOINT_TYPES, QDOT_IS_V, integrate, make_joint, random_inertia,
+from trees import (ALL_JOINT_TYPES, QDOT_IS_V, integrate, make_joint, quaternion_matrix, random_inertia,
                    random_state, random_transform, random_tree)
 
 FD_STEP = 1e-6     # central differences
@@ -268,14 +268,6 @@ def rotvec_matrix(w):
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
 
 
-def quaternion_matrix(xyzw):
-    """The rotation of a quaternion (x, y, z, w), normalized first."""
-    x, y, z, w = np.asarray(xyzw, dtype=float) / np.linalg.norm(xyzw)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
 def intrinsic_euler_matrix(axes, angles):
     """Turns about the moving axes, the first applied first: "ZYX" is Rz(a) Ry(b) Rx(c)."""
     R = np.eye(3)
@@ -295,9 +287,9 @@ def joint_homogeneous(joint, qj):
         return homogeneous(rotvec_matrix(np.array(jm.axis) * qj[0]),
                            np.array(jm.axis) * jm.pitch * qj[0])
     if kind == "spherical":
-        return homogeneous(quaternion_matrix(qj), np.zeros(3))
+        return homogeneous(quaternion_matrix(qj / np.linalg.norm(qj)), np.zeros(3))
     if kind == "free_flyer":
-        return homogeneous(quaternion_matrix(qj[3:7]), qj[0:3])
+        return homogeneous(quaternion_matrix(qj[3:7] / np.linalg.norm(qj[3:7])), qj[0:3])
     if kind == "translation":
         return homogeneous(np.eye(3), qj)
     if kind == "planar":

@@ -1,96 +1,14 @@
-"""Points, frames, contacts and impacts (seed 000 §2.2, §2.3, §6; seed 001 §6.3).
+"""Contacts and impacts chosen at call time (seed 000 §2.2, §2.3; seed 001 §6.3).
 
-Frames and contact points are chosen at call time, so this part runs on numbers only: it
-combines per-body quantities that the generated code (or the reference) computes — body
-placements, the world joint axes (Jacobian columns), body velocities and accelerations —
-with NumPy. It imports nothing from rbdgen: the build copies this very file into every
-generated package, so the reference and the generated module share one implementation.
-
-`Kinematics` is what both sides hand over, at one state:
-  R[b], p[b]        body b's rotation (body -> world) and origin;
-  J_world           6 x nv, rows [linear; angular]: joint axes at the world origin;
-  support[b]        boolean mask of the coordinates that move body b;
-  motion[b]         body b's [w, v_O, w-dot, a_O] in body coordinates (no gravity);
-  frames[name]      (body, R_bf, p_bf): the frame's placement on its body;
-  velocity_map      None, or for a model with mimic joints the matrix P (v_full = P v): J_world
-                    and support are then the tree's, and Jacobians are returned as J P.
+A call-time contact list is assembled from the frame functions, which the generated code
+(or the reference) computes: each contact's rows of the constraint Jacobian G come from its
+point's Jacobian, and its rows of gamma = -G-dot v from the point's acceleration at zero
+joint acceleration. The small dense solves that follow run on NumPy. This file imports
+nothing from rbdgen: the build copies it into every generated package, so the reference and
+the generated module share one implementation.
 """
 
 import numpy as np
-
-
-class Kinematics:
-    def __init__(self, frames, support, R, p, J_world=None, motion=None, velocity_map=None):
-        self.frames, self.support, self.R, self.p = frames, support, R, p
-        self.J_world, self.motion, self.velocity_map = J_world, motion, velocity_map
-
-    def _mapped(self, J):
-        return J if self.velocity_map is None else J @ self.velocity_map
-
-    def frame(self, name):
-        try:
-            return self.frames[name]
-        except KeyError:
-            known = ", ".join(list(self.frames)[:8])
-            raise ValueError(f"unknown frame {name!r}; known frames include {known}") from None
-
-    def frame_placement(self, name):
-        """(R, p) of the frame in the world."""
-        body, R_bf, p_bf = self.frame(name)
-        if body < 0:
-            return R_bf.copy(), p_bf.copy()
-        return self.R[body] @ R_bf, self.p[body] + self.R[body] @ p_bf
-
-    def frame_jacobian(self, name, reference="local_world_aligned"):
-        """6 x nv, rows [linear; angular]: "world" (at the world origin), "local" (frame
-        origin, frame axes) or "local_world_aligned" (frame origin, world axes)."""
-        if reference not in ("local", "world", "local_world_aligned"):
-            raise ValueError(f"reference {reference!r} is unknown; use local, world or local_world_aligned")
-        body = self.frame(name)[0]
-        J = np.zeros_like(self.J_world)
-        if body < 0:
-            return self._mapped(J)
-        mask = self.support[body]
-        J[:, mask] = self.J_world[:, mask]
-        if reference == "world":
-            return self._mapped(J)
-        R, p = self.frame_placement(name)
-        J[:3] += np.cross(J[3:].T, p).T        # velocity of the point at p: v_O + w x p
-        if reference == "local":
-            J[:3], J[3:] = R.T @ J[:3], R.T @ J[3:]
-        return self._mapped(J)
-
-    def point_in_body(self, name, point):
-        body, R_bf, p_bf = self.frame(name)
-        return body, p_bf + R_bf @ _vector3(point, "point")
-
-    def point_jacobian(self, name, point):
-        """3 x nv: the world-frame velocity of a point fixed in the frame (given in frame
-        coordinates) is point_jacobian @ v."""
-        body, p_b = self.point_in_body(name, point)
-        J = np.zeros((3, self.J_world.shape[1]))
-        if body < 0:
-            return self._mapped(J)
-        p_w = self.p[body] + self.R[body] @ p_b
-        mask = self.support[body]
-        J[:, mask] = self.J_world[:3, mask] + np.cross(self.J_world[3:, mask].T, p_w).T
-        return self._mapped(J)
-
-    def point_velocity(self, name, point):
-        """World velocity of the point: R (v_O + w x p) from the body's own velocity."""
-        body, p_b = self.point_in_body(name, point)
-        if body < 0:
-            return np.zeros(3)
-        w, v = self.motion[body][0:3], self.motion[body][3:6]
-        return self.R[body] @ (v + np.cross(w, p_b))
-
-    def point_acceleration(self, name, point):
-        """World (classical) acceleration of the point: R (a_O + w' x p + w x (v_O + w x p))."""
-        body, p_b = self.point_in_body(name, point)
-        if body < 0:
-            return np.zeros(3)
-        w, v, dw, a = (self.motion[body][k:k + 3] for k in (0, 3, 6, 9))
-        return self.R[body] @ (a + np.cross(dw, p_b) + np.cross(w, v + np.cross(w, p_b)))
 
 
 def _vector3(x, what):
@@ -108,6 +26,15 @@ def real_array(x, what):
             isinstance(e, (int, float)) and not isinstance(e, bool) for e in a.flat)):
         raise TypeError(f"{what}: expected real numbers, got {a.dtype} values")
     return a.astype(float, copy=False)
+
+
+def point_placement(placement, point):
+    """The placement on its body of a point fixed in a frame (given in frame coordinates): the
+    frame's placement (12 numbers: E row-major, then r) moved to the point, r + E^T point."""
+    placement = np.asarray(placement, dtype=float)
+    moved = placement.copy()
+    moved[9:] += placement[:9].reshape(3, 3).T @ _vector3(point, "point")
+    return moved
 
 
 def parse_contacts(contacts):
@@ -133,21 +60,23 @@ def parse_contacts(contacts):
     return parsed
 
 
-def constraint_jacobian(kin, contacts):
-    """G: one row per constrained direction (3 for a point, 1 along a world normal)."""
+def constraint_jacobian(contacts, point_jacobian):
+    """G: one row per constrained direction (3 for a point, 1 along a world normal), from
+    point_jacobian(frame, point) -> the point's 3 x nv world Jacobian."""
     rows = []
     for frame, point, normal in contacts:
-        J = kin.point_jacobian(frame, point)
+        J = point_jacobian(frame, point)
         rows.append(J if normal is None else normal[None, :] @ J)
     return np.vstack(rows)
 
 
-def constraint_bias(kin_at_rest, contacts):
-    """gamma = -G-dot v: minus the points' accelerations at zero joint acceleration."""
+def constraint_bias(contacts, point_gamma):
+    """gamma = -G-dot v, from point_gamma(frame, point) -> minus the point's world acceleration
+    at zero joint acceleration."""
     rows = []
     for frame, point, normal in contacts:
-        acc = kin_at_rest.point_acceleration(frame, point)
-        rows.append(-acc if normal is None else np.array([-normal @ acc]))
+        gamma = point_gamma(frame, point)
+        rows.append(gamma if normal is None else np.array([normal @ gamma]))
     return np.concatenate(rows)
 
 

@@ -27,16 +27,20 @@ def joint_slices(model, x, which):
 def joint_kinematics(model, ops, q, v=None):
     """jcalc for every joint; with v, the joint bias c_J (else v is taken as zero)."""
     qs = joint_slices(model, q, "q")
-    vs = joint_slices(model, v, "v") if v is not None else [[0] * j.nv for j in model.joints]
-    result = []
-    for i, joint in enumerate(model.joints):
-        X_J, S, S_dot = joint.model.calc(ops, qs[i], vs[i])
-        X_up = ops.let("X", i, X_J.compose(model.X_T[i]))
-        if S_dot is not None:
-            S_dot = ops.let("Sd", i, S_dot)
-        c_J = ops.let("cJ", i, combine(S_dot, vs[i])) if S_dot is not None else Motion()
-        result.append(JointKinematics(X_up, ops.let("S", i, S), S_dot, c_J))
-    return result
+    vs = joint_slices(model, v, "v") if v is not None else [None] * len(model.joints)
+    return [joint_kinematics_of(model, ops, i, qs[i], vs[i]) for i in range(len(model.joints))]
+
+
+def joint_kinematics_of(model, ops, i, q_i, v_i=None):
+    """jcalc for joint i from its own coordinates (v_i None: zero velocity)."""
+    joint = model.joints[i]
+    v_i = v_i if v_i is not None else [0] * joint.nv
+    X_J, S, S_dot = joint.model.calc(ops, q_i, v_i)
+    X_up = ops.let("X", i, X_J.compose(model.X_T[i]))
+    if S_dot is not None:
+        S_dot = ops.let("Sd", i, S_dot)
+    c_J = ops.let("cJ", i, combine(S_dot, v_i)) if S_dot is not None else Motion()
+    return JointKinematics(X_up, ops.let("S", i, S), S_dot, c_J)
 
 
 def body_placements(model, ops, kin):

@@ -64,37 +64,52 @@ def model_fingerprint(model):
     return h.hexdigest()
 
 
-def generate_program(model, spec, cse=True):
-    """Record one function's algorithm on symbols and optimize the straight-line program."""
+def generate_program(model, spec, cse=True, body=None):
+    """Record one function's algorithm on symbols and optimize the straight-line program
+    (for a function of a frame, the program of the frames on `body`)."""
     inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
-    program = record(lambda ops, *args: spec.run(model, ops, *args), inputs, spec.output(model))
+    run = (lambda ops, *args: spec.run(model, ops, body, *args)) if spec.per_body else \
+        (lambda ops, *args: spec.run(model, ops, *args))
+    program = record(run, inputs, spec.output(model))
     return optimize(program, cse=cse)
 
 
-def _metadata(model, module, extension, datas, key, options, source):
-    support = []
-    for b in range(model.nbodies):
-        mask = [False] * model.nv
-        for j in model.support(b):
-            joint = model.joints[j]
-            mask[joint.idx_v:joint.idx_v + joint.nv] = [True] * joint.nv
-        support.append(mask)
-    frames = {}
-    for f in model.frames:
-        E = f.placement.E
-        frames[f.name] = {"body": f.body, "rotation": [float(E[j][i]) for i in range(3) for j in range(3)],
-                          "translation": [float(x) for x in f.placement.r]}
+def _metadata(model, module, extension, datas, key, options, source, frames):
+    from ..algorithms.frames import placement_entries
     return {
         "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
         "build_key": key, "options": options, "source": source or {},
         "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
         "total_mass": model.total_mass,
-        "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv}
+        "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv,
+                    **({"mimic": {"master": j.model.master, "multiplier": j.model.multiplier,
+                                  "offset": j.model.offset}} if j.type == "mimic" else {})}
                    for j in model.joints],
-        "frames": frames, "support": support,
+        # each frame's body (-1: the world) and placement on it (body -> frame: E row-major, then r)
+        "frames": {f.name: {"body": f.body, "placement": [float(x) for x in placement_entries(f.placement)]}
+                   for f in frames},
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
-                                  "operations": d["operations"], "sincos": d["sincos"]} for d in datas},
+                                  "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"]}
+                      for d in datas},
     }
+
+
+def select_frames(model, names=None):
+    """The frames a build serves: all of the model's, or those named (one-line error for an
+    unknown name, with the closest known ones)."""
+    if names is None:
+        return list(model.frames)
+    from ..errors import ModelError
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(model.frame(name))
+        except ModelError:
+            import difflib
+            close = difflib.get_close_matches(str(name), [f.name for f in model.frames], n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else "; rbdgen info lists the frames"
+            raise CodegenError(f"unknown frame {name!r} in --frames{hint}") from None
+    return list(dict.fromkeys(chosen))
 
 
 def module_name(raw):
@@ -129,19 +144,22 @@ def _importable_elsewhere(name):
 
 
 def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
-                verify=True, progress=_noop, source=None):
+                verify=True, progress=_noop, source=None, frames=None):
     """Generate, compile, verify and load the module for `model`; reuse it when nothing
-    changed (the rules are in codegen/cache.py)."""
+    changed (the rules are in codegen/cache.py). frames: the names of the frames the module
+    serves (None: every frame of the model)."""
     module = module_name(name or model.name)
     specs = fn_table.select(algorithms, model)
+    chosen = select_frames(model, frames)
     if algorithms is None and model.massless_joints():
         progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
                  f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
-    if algorithms is None and model.nv > fn_table.COSTLY_MAX_NV:
+    if algorithms is None and model.full.nv > fn_table.COSTLY_MAX_NV:
         costly = [f.name for f in fn_table.FUNCTIONS if f.costly]
-        progress(f"left out {', '.join(costly)} (nv = {model.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as nv^3); "
-                 "name it in --algorithms to build it")
-    options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse)}
+        progress(f"left out {', '.join(costly)} (nv = {model.full.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as "
+                 "nv^3); name it in --algorithms to build it")
+    options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse),
+               "frames": None if frames is None else [f.name for f in chosen]}
     flags = compile_flags(native)
     key = cache.build_key(model_fingerprint(model), options, __version__, code_fingerprint(), flags=flags)
     _make_output_folder(out_dir)
@@ -162,7 +180,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             progress(f"{module}: rebuilding ({problem})")
         _replacing_another_robot(target, model, progress)
         with cache.workspace(out_dir, module) as work:
-            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress)
+            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen)
             report = None
             if verify:
                 report = _verify(work, model, module, progress)
@@ -213,7 +231,7 @@ def compile_flags(native):
     return OPT_FLAGS + (["-march=native"] if native else [])
 
 
-def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress):
+def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames):
     """Generate, render and compile every function (in parallel processes), then link.
 
     Every file is named rbdgen_<module>_*, so no robot name can shadow a system header."""
@@ -226,7 +244,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     batch_source = os.path.join(work, f"{prefix}_batch.c")
     with open(batch_source, "w") as f:
         f.write(render_batch(module, header, signatures))
-    jobs = [(model, module, spec.name, cse, work, header, flags) for spec in specs]
+    bodies = sorted({f.body for f in frames})
+    jobs = [(model, module, spec.name, cse, work, header, flags, bodies) for spec in specs]
     # The costliest functions first, so the workers finish together.
     jobs.sort(key=lambda job: -_COST.get(job[2], 1))
     results = {}
@@ -251,7 +270,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(_metadata(model, module, extension, datas, key, options, source), f, indent=1)
+        json.dump(_metadata(model, module, extension, datas, key, options, source, frames), f, indent=1)
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(render_calls(module, header, signatures))
     t0 = time.perf_counter()
@@ -265,13 +284,15 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
 _COST = {"aba_fext": 10, "aba": 10, "rnea_fext": 5, "rnea": 5, "nle": 5, "crba": 4, "kinetic_energy": 2}
 
 
-def _generate_function(model, module, name, cse, work, header, flags):
-    """One function: symbolic run, optimization, C file, object file (in a worker process)."""
+def _generate_function(model, module, name, cse, work, header, flags, bodies):
+    """One function: symbolic run, optimization, C file, object file (in a worker process).
+    A function of a frame gets one program for each body that carries frames."""
     spec = fn_table.BY_NAME[name]
     t0 = time.perf_counter()
-    program = generate_program(model, spec, cse=cse)
+    programs = [(body, generate_program(model, spec, cse, body)) for body in bodies] if spec.per_body else \
+        [(None, generate_program(model, spec, cse))]
     t1 = time.perf_counter()
-    data = function_data(module, spec, model, program)
+    data = function_data(module, spec, model, programs)
     source = os.path.join(work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
         f.write(render_function(header, data))
@@ -331,11 +352,12 @@ def _cffi_extension(work, extension, header, objects, calls, entry_points):
 
 
 def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
-          cse=True, verify=True, progress=_noop, strict=False, mimic=False):
+          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None):
     """Build (or reuse) the module for a URDF and load it. See the README for its functions.
 
     strict: an invalid inertia is an error instead of a warning; mimic: <mimic> joints follow
-    their master (Pinocchio's mimic=True model) instead of moving freely."""
+    their master (Pinocchio's mimic=True model) instead of moving freely; frames: the names of
+    the frames the module serves (None: all)."""
     t0 = time.perf_counter()
     fn_table.select(algorithms)  # unknown names fail before any work
     model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
@@ -343,7 +365,7 @@ def build(urdf_path, out_dir="generated", floating_base=False, name=None, algori
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
                   "floating_base": bool(floating_base), "mimic": bool(mimic)}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
-    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source)
+    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames)
 
 
 def build_info(key, nq, nv, nfunctions):

@@ -27,12 +27,20 @@ def signature(module, spec, model):
         "name": spec.name,
         "cname": f"rbdgen_{module}_{spec.name}",
         "doc": spec.doc.replace("*/", "* /"),
-        "inputs": [{"name": name, "size": INPUT_SIZES[name](model)} for name in spec.inputs],
+        # `batched`: a batch call advances it state by state (q, v, ...); the others
+        # (a frame's placement) hold for every state of the batch
+        "inputs": [{"name": name, "size": INPUT_SIZES[name](model), "batched": name not in SHARED_INPUTS}
+                   for name in spec.inputs],
+        "per_body": spec.per_body,
         "shape": list(shape),
         "shape_text": repr(shape),
         "out_size": size,
         "scalar": spec.scalar,
     }
+
+
+# Inputs that are parameters of a call rather than states: one value for a whole batch.
+SHARED_INPUTS = ("placement",)
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function
@@ -42,8 +50,22 @@ def signature(module, spec, model):
 PART_STATEMENTS = 600
 
 
-def function_data(module, spec, model, program, part_statements=PART_STATEMENTS):
-    """Everything the templates need about one generated function, as plain data."""
+def function_data(module, spec, model, programs, part_statements=PART_STATEMENTS):
+    """Everything the templates need about one generated function, as plain data.
+
+    `programs`: [(body, program)]: one program (body None), or, for a function of a frame
+    (`per_body`), one program per body that carries frames; the C function then takes the
+    body and dispatches to that body's code. The operation count is the costliest body's.
+    """
+    kernels = [dict(kernel_data(program, part_statements), body=body, slot=k)
+               for k, (body, program) in enumerate(programs)]
+    return dict(signature(module, spec, model), kernels=kernels,
+                operations=max(k["operations"] for k in kernels), sincos=max(k["sincos"] for k in kernels),
+                bodies=[body for body, _ in programs] if spec.per_body else None)
+
+
+def kernel_data(program, part_statements):
+    """The C of one straight-line program: its parts, workspace and output stores."""
     statements = program.statements
     parts = [statements[k:k + part_statements] for k in range(0, len(statements), part_statements)] or [[]]
     defined_in = {}
@@ -89,8 +111,8 @@ def function_data(module, spec, model, program, part_statements=PART_STATEMENTS)
         else:
             first[e] = k
             outputs.append((k, final.expression(e)))
-    return dict(signature(module, spec, model), parts=rendered, workspace=len(slot), outputs=outputs,
-                copies=copies, zero_outputs=len(program.outputs) - len(outputs) - len(copies),
+    return dict(parts=rendered, workspace=len(slot), outputs=outputs, copies=copies,
+                zero_outputs=len(program.outputs) - len(outputs) - len(copies),
                 operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
@@ -120,9 +142,16 @@ def render_info(module, header, info):
 
 
 def render_calls(module, header, functions):
-    return template("calls.c.j2").render(version=__version__, module=module, header=header, functions=functions)
+    # the direct entry points take the functions of states; a frame's goes through Python
+    direct = [fn for fn in functions if not fn["per_body"]]
+    return template("calls.c.j2").render(version=__version__, module=module, header=header, functions=direct)
 
 
 def render_wrapper(module, functions):
     names = {fn["name"] for fn in functions}
-    return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names)
+    from ..algorithms.frames import REFERENCE_FRAMES
+    # the frame quantities built in at least one reference frame ("jacobian", "velocity", ...)
+    frame_kinds = {fn["name"][len("frame_"):-len(ref) - 1] for fn in functions for ref in REFERENCE_FRAMES
+                   if fn["per_body"] and fn["name"].endswith("_" + ref)}
+    return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names,
+                                            frame_kinds=frame_kinds)

@@ -9,9 +9,13 @@ module's answer or in the reference, is a failure: a number that cannot be check
 a verified number.
 """
 
+import functools
+
 import numpy as np
 
+from ..algorithms.frames import placement_entries
 from ..codegen import functions as fn_table
+from ..codegen.render import SHARED_INPUTS
 from . import reference
 from .reference import OPS, _shape_and_entries
 from .states import random_state
@@ -39,44 +43,71 @@ def random_inputs(model, rng, batch):
             "fext": rng.normal(size=(batch, 6 * model.nbodies))}
 
 
-def reference_values(model, spec, inputs):
-    """The function of the table run on numbers: (B, *shape) for the batch `inputs`."""
+def reference_values(model, spec, inputs, body=None):
+    """The function of the table run on numbers: (B, *shape) for the batch `inputs` (for a
+    function of a frame, the frame on `body` whose placement is inputs["placement"])."""
     batch = next(iter(inputs.values())).shape[0]
     args = [[np.ascontiguousarray(inputs[name][:, k]) for k in range(inputs[name].shape[1])]
             for name in spec.inputs]
-    shape, flat = _shape_and_entries(spec.run(model, OPS, *args))
+    values = spec.run(model, OPS, body, *args) if spec.per_body else spec.run(model, OPS, *args)
+    shape, flat = _shape_and_entries(values)
     columns = [np.broadcast_to(np.asarray(x, dtype=float), (batch,)) for x in flat]
     return np.stack(columns, axis=-1).reshape((batch,) + shape)
 
 
-def generated_checks(module, model, inputs):
+def _frames_to_check(module, model, rng):
+    """A few of the module's frames, on different bodies where possible (and the world's)."""
+    served = [model.frame(name) for name in module.frames]
+    by_body = {}
+    for frame in served:
+        by_body.setdefault(frame.body, frame)
+    picks = list(by_body.values())
+    if len(picks) > _GLUE_FRAMES:
+        picks = [picks[k] for k in sorted(rng.choice(len(picks), size=_GLUE_FRAMES, replace=False))]
+    return picks
+
+
+def generated_checks(module, model, inputs, rng):
     """(name, generated, reference) for every C function, batched and single."""
+    frames = _frames_to_check(module, model, rng)
     for name in module.operation_counts:
         spec = fn_table.BY_NAME[name]
-        function = getattr(module, name)
-        expected = reference_values(model, spec, inputs)
-        args = [inputs[arg] for arg in spec.inputs]
-        batched = np.asarray(function(*args), dtype=float)
-        yield name, batched.reshape(expected.shape), expected
-        for k in range(min(SINGLE_CALLS, expected.shape[0])):
-            single = np.asarray(function(*[x[k] for x in args]), dtype=float)
-            yield name, single.reshape(expected.shape[1:]), expected[k]
+        if spec.per_body:
+            for frame in frames:
+                placement = np.array(placement_entries(frame.placement), dtype=float)
+                batch = dict(inputs, placement=np.broadcast_to(placement, (len(inputs["q"]), 12)))
+                expected = reference_values(model, spec, batch, frame.body)
+                function = functools.partial(getattr(module, "_" + name), frame.body)
+                args = [placement if arg == "placement" else inputs[arg] for arg in spec.inputs]
+                yield from _calls(name, function, args, spec, expected)
+        else:
+            expected = reference_values(model, spec, inputs)
+            yield from _calls(name, getattr(module, name), [inputs[arg] for arg in spec.inputs], spec, expected)
+
+
+def _calls(name, function, args, spec, expected):
+    """The function called on the batch, then on its first states one at a time."""
+    batched = np.asarray(function(*args), dtype=float)
+    yield name, batched.reshape(expected.shape), expected
+    shared = [arg in SHARED_INPUTS for arg in spec.inputs]
+    for k in range(min(SINGLE_CALLS, expected.shape[0])):
+        single = np.asarray(function(*[x if s else x[k] for x, s in zip(args, shared)]), dtype=float)
+        yield name, single.reshape(expected.shape[1:]), expected[k]
 
 
 def task_space_checks(module, model, inputs, rng):
     """(name, module value, reference value) for the frame, point and contact functions."""
     have = set(dir(module))
-    if not model.frames:
+    frames = _frames_to_check(module, model, rng) if "frames" in have else []
+    if not frames:
         return
     q, v, a, tau = (inputs[k][0] for k in ("q", "v", "a", "tau"))
-    picks = rng.choice(len(model.frames), size=min(_GLUE_FRAMES, len(model.frames)), replace=False)
-    frames = [model.frames[k] for k in picks]
     for frame in frames:
         if "frame_placement" in have:
             (R, p), (R_ref, p_ref) = module.frame_placement(q, frame.name), reference.frame_placement(model, q, frame)
             yield "frame_placement", np.concatenate([np.ravel(R), p]), np.concatenate([np.ravel(R_ref), p_ref])
-        if "frame_jacobian" in have:
-            for ref in _REFERENCES:
+        for ref in _REFERENCES:
+            if f"frame_jacobian_{ref}" in module.operation_counts:
                 yield "frame_jacobian", module.frame_jacobian(q, frame.name, ref), \
                     reference.frame_jacobian(model, q, frame, ref)
     frame, point = frames[0].name, rng.normal(size=3) * 0.1
@@ -86,7 +117,7 @@ def task_space_checks(module, model, inputs, rng):
             yield name, getattr(module, name)(*args, frame, point), getattr(reference, name)(model, *args, frame, point)
     # One 3-D contact on the deepest moving body, damped: a robot that cannot move the point in
     # every direction makes the exact solve singular, and the check is of the assembly anyway.
-    moving = [f for f in model.frames if f.body >= 0]
+    moving = [f for f in frames if f.body >= 0]
     if moving and "contact_dynamics" in have:
         contacts = [(max(moving, key=lambda f: len(model.support(f.body))).name, point, None)]
         yield "contact_dynamics", np.concatenate(module.contact_dynamics(q, v, tau, contacts, damping=_DAMPING)), \
@@ -105,7 +136,7 @@ def verify_module(module, model, states=16, seed=0, rel_tol=1e-10):
     rng = np.random.default_rng(seed)
     inputs = random_inputs(model, rng, max(1, states))
     worst = {}
-    for checks in (generated_checks(module, model, inputs), task_space_checks(module, model, inputs, rng)):
+    for checks in (generated_checks(module, model, inputs, rng), task_space_checks(module, model, inputs, rng)):
         for name, actual, expected in checks:
             error = _relative_error(actual, expected)
             worst[name] = max(worst.get(name, 0.0), error)

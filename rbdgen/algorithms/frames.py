@@ -1,0 +1,142 @@
+"""Frames and points (seed 000 §6.1-6.4): placement, Jacobian, velocity and acceleration of a
+frame fixed on one body, walking only the joints that move that body.
+
+A frame is given by its body b and its placement X_bf on the body (body -> frame, as twelve
+numbers: E row-major, then r), which is an argument like q: the generator records each body's functions once, with X_bf as twelve
+input symbols, so that every frame and every point on that body (a point is a frame with
+an offset) shares the body's code. The reference runs the same functions on numbers.
+
+Pinocchio's three reference frames, for a motion m of the frame:
+- "local": the frame's own axes, at its origin;
+- "world": world axes, at the world origin (the spatial quantity);
+- "local_world_aligned": world axes, at the frame's origin.
+The classical acceleration of the frame's origin is the spatial one plus w x v (in the same
+reference), as Pinocchio's getFrameClassicalAcceleration.
+
+Rows of every result are [linear; angular], as Pinocchio's.
+"""
+
+from ..errors import ModelError
+from ..spatial import Motion, Transform, add3, cross3, matTvec3
+from .kinematics import joint_kinematics_of, joint_slices, placement_as_rotation_translation
+
+REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
+
+
+def check_reference(reference):
+    if reference not in REFERENCE_FRAMES:
+        raise ModelError(f"reference {reference!r} is unknown; use one of {', '.join(REFERENCE_FRAMES)}")
+
+
+def placement_from_entries(x):
+    """Twelve numbers (E row-major, then r) -> the Transform body -> frame."""
+    return Transform((x[0:3], x[3:6], x[6:9]), x[9:12])
+
+
+def placement_entries(X):
+    return [e for row in X.E for e in row] + list(X.r)
+
+
+class PathKinematics:
+    """The joints on the path from the root to one body, and what the forward pass along that
+    path gives: the body's placement X_0b, its velocity and acceleration (body coordinates,
+    no gravity), and each joint's axes in world coordinates (Jacobian columns)."""
+
+    def __init__(self, model, ops, body, q, v=None, a=None, axes=False):
+        self.body = body
+        self.path = model.support(body) if body >= 0 else []
+        qs = joint_slices(model, q, "q")
+        vs = joint_slices(model, v, "v") if v is not None else None
+        as_ = joint_slices(model, a, "v") if a is not None else None
+        X_0, vel, acc, self.columns = None, Motion(), Motion(), []
+        for i in self.path:
+            k = joint_kinematics_of(model, ops, i, qs[i], vs[i] if vs else None)
+            X_0 = k.X_up if X_0 is None else ops.let("X0_", i, k.X_up.compose(X_0))
+            if axes:
+                for col, s in enumerate(k.S, start=model.joints[i].idx_v):
+                    self.columns.append((col, ops.let("Jw", i, X_0.inv_apply_motion(s))))
+            if vs is not None:
+                vJ = _combine(k.S, vs[i])
+                parent_vel = vel
+                vel = ops.let("v", i, k.X_up.apply_motion(parent_vel) + vJ)
+                if as_ is not None:
+                    acc = ops.let("a", i, k.X_up.apply_motion(acc) + _combine(k.S, as_[i]) + k.c_J
+                                  + vel.cross_motion(vJ))
+        self.X_0b = X_0 if X_0 is not None else Transform()
+        self.velocity, self.acceleration = vel, acc
+
+
+def _combine(S, x):
+    total = Motion()
+    for s, xi in zip(S, x):
+        total = total + s.scale(xi)
+    return total
+
+
+def frame_transform(ops, path, X_bf):
+    """X_0f = X_bf X_0b: world -> frame."""
+    return ops.let("X0f", path.body, X_bf.compose(path.X_0b))
+
+
+def express(m_body, X_bf, path, X_0f, reference):
+    """A motion of the body (body coordinates) as the frame's, in `reference`."""
+    if reference == "world":
+        return path.X_0b.inv_apply_motion(m_body)            # rigid: the same spatial motion
+    m_frame = X_bf.apply_motion(m_body)                      # frame axes, at the frame origin
+    if reference == "local":
+        return m_frame
+    return Motion(matTvec3(X_0f.E, m_frame.ang), matTvec3(X_0f.E, m_frame.lin))   # world axes
+
+
+def _rows(m):
+    return list(m.lin) + list(m.ang)
+
+
+# ----------------------------------------------------------------- the functions ----------
+
+def frame_placement(model, ops, body, placement, q):
+    """(R, p) of the frame as 12 numbers: R row-major (frame -> world axes), then the origin."""
+    X_bf = placement_from_entries(placement)
+    path = PathKinematics(model, ops, body, q)
+    R, p = placement_as_rotation_translation(frame_transform(ops, path, X_bf))
+    return [x for row in R for x in row] + p
+
+
+def frame_jacobian(model, ops, body, placement, q, reference):
+    """6 x nv, J v = the frame's velocity in `reference`; zero outside the body's path."""
+    check_reference(reference)
+    X_bf = placement_from_entries(placement)
+    path = PathKinematics(model, ops, body, q, axes=True)
+    X_0f = frame_transform(ops, path, X_bf)
+    J = [[0] * model.nv for _ in range(6)]
+    for col, axis in path.columns:          # a joint axis at the world origin, world axes
+        if reference == "local":
+            axis = X_0f.apply_motion(axis)
+        elif reference == "local_world_aligned":   # the velocity of the point at the frame origin
+            axis = Motion(axis.ang, add3(axis.lin, cross3(axis.ang, X_0f.r)))
+        for row, value in enumerate(_rows(axis)):
+            J[row][col] = value
+    return J
+
+
+def frame_velocity(model, ops, body, placement, q, v, reference):
+    """The frame's spatial velocity in `reference`, rows [linear; angular]."""
+    check_reference(reference)
+    X_bf = placement_from_entries(placement)
+    path = PathKinematics(model, ops, body, q, v)
+    X_0f = frame_transform(ops, path, X_bf)
+    return _rows(express(path.velocity, X_bf, path, X_0f, reference))
+
+
+def frame_acceleration(model, ops, body, placement, q, v, a, reference, classical=False):
+    """The frame's spatial acceleration (no gravity) in `reference`; with classical=True the
+    classical acceleration of its origin (spatial + w x v in the same reference)."""
+    check_reference(reference)
+    X_bf = placement_from_entries(placement)
+    path = PathKinematics(model, ops, body, q, v, a)
+    X_0f = frame_transform(ops, path, X_bf)
+    acc = express(path.acceleration, X_bf, path, X_0f, reference)
+    if classical:
+        vel = express(path.velocity, X_bf, path, X_0f, reference)
+        acc = Motion(acc.ang, add3(acc.lin, cross3(vel.ang, vel.lin)))
+    return _rows(acc)
