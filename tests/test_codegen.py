@@ -583,7 +583,7 @@ def test_c_source_is_deterministic(tree_module, tmp_path):
     listings = [sorted(n for n in os.listdir(f) if n.endswith((".c", ".h"))) for f in (first, second)]
     assert listings[0] == listings[1]
     stem = os.path.basename(first)
-    assert {f"{stem}.h"} | {f"{stem}_{n}.c" for n in ALL_FUNCTIONS} <= set(listings[0])
+    assert {f"rbdgen_{stem}.h"} | {f"rbdgen_{stem}_{n}.c" for n in ALL_FUNCTIONS} <= set(listings[0])
     for name in listings[0]:
         with open(os.path.join(first, name), "rb") as f0, open(os.path.join(second, name), "rb") as f1:
             assert f0.read() == f1.read(), f"{name} differs between two builds of the same model"
