@@ -32,7 +32,8 @@ from rbdgen.runtime.states import random_state
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.path.join(HERE, ".cache")
-BUILD_PIN_BENCH = "/work/shared/bench/build_pin_bench.sh"
+# ../shared/bench/ beside the repository (its parent folder holds shared/)
+BUILD_PIN_BENCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "build_pin_bench.sh")
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda", "solo12", "talos")
 K = 64                        # states cycled through, as pin_bench
@@ -168,7 +169,7 @@ def write_driver(folder, meta, sizes, order):
     reads = "".join(f'    if (fread(in_{n}, sizeof(double), K * {sizes[n]}, f) != (size_t)(K * {sizes[n]})) '
                     f'{{ fprintf(stderr, "short read: {n}\\n"); return 2; }}\n' for n in names)
     out_size = max(int(np.prod(fn["shape"])) for fn in meta["functions"].values())
-    source = DRIVER_HEAD % {"header": f"{module}.h", "K": K, "REPS": REPETITIONS, "decls": decls,
+    source = DRIVER_HEAD % {"header": f"rbdgen_{module}.h", "K": K, "REPS": REPETITIONS, "decls": decls,
                             "out_size": out_size}
     calls = ""
     for fn in order:
@@ -186,10 +187,10 @@ def write_driver(folder, meta, sizes, order):
 def build_driver(package, meta, folder, order, model, seed):
     """Copy the module's header and C files into `folder`, compile them with the driver."""
     module = meta["module"]
-    shutil.copy(os.path.join(package, f"{module}.h"), folder)
+    shutil.copy(os.path.join(package, f"rbdgen_{module}.h"), folder)
     sources = []
     for fn in meta["functions"]:
-        src = os.path.join(package, f"{module}_{fn}.c")
+        src = os.path.join(package, f"rbdgen_{module}_{fn}.c")
         shutil.copy(src, folder)
         sources.append(os.path.join(folder, os.path.basename(src)))
     sizes = write_inputs(model, meta, os.path.join(folder, "inputs.bin"), seed)

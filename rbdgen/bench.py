@@ -12,19 +12,24 @@ import os
 import statistics
 import subprocess
 import time
+import warnings
 
 import numpy as np
 
+from .errors import RbdgenError
+from .runtime.pinocchio_bridge import PinocchioRefused, pinocchio_model, to_pinocchio_q
 from .runtime.states import random_state
 
 ROUNDS = 5
 BATCH = 2000
-# rbdgen function -> (Pinocchio Python call, pin_bench line) where Pinocchio has the quantity
+# rbdgen function -> (Pinocchio's Python call, its arguments after (model, data), pin_bench's line)
+# where Pinocchio has the quantity; ccrba computes A_G (our centroidal_map) and needs v for h_G
 PINOCCHIO = {
-    "rnea": ("rnea", "rnea"), "nle": ("nonLinearEffects", "nle"), "gravity": ("computeGeneralizedGravity", None),
-    "crba": ("crba", "crba"), "aba": ("aba", "aba"), "minv": ("computeMinverse", "minv"),
-    "coriolis": ("computeCoriolisMatrix", "coriolis"), "jacobians": ("computeJointJacobians", "jacobians"),
-    "centroidal_map": ("ccrba", "ccrba"),
+    "rnea": ("rnea", ("q", "v", "a"), "rnea"), "nle": ("nonLinearEffects", ("q", "v"), "nle"),
+    "gravity": ("computeGeneralizedGravity", ("q",), None), "crba": ("crba", ("q",), "crba"),
+    "aba": ("aba", ("q", "v", "tau"), "aba"), "minv": ("computeMinverse", ("q",), "minv"),
+    "coriolis": ("computeCoriolisMatrix", ("q", "v"), "coriolis"),
+    "jacobians": ("computeJointJacobians", ("q",), "jacobians"), "centroidal_map": ("ccrba", ("q", "v"), "ccrba"),
 }
 
 
@@ -48,10 +53,22 @@ def _median_time(call, number):
     return statistics.median(samples)
 
 
+def check_pin_bench(path):
+    """A one-line error, before any work, when `path` (--pin-bench) is given but cannot be run."""
+    if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise RbdgenError(f"--pin-bench {path} is not an executable; build it with ../shared/bench/build_pin_bench.sh")
+
+
 def _pin_bench(path, urdf, floating):
+    """pin_bench's ns per call, by its line names; {} without it (a warning says why when it fails)."""
     if not path:
         return {}
+    check_pin_bench(path)
     result = subprocess.run([path, urdf, "1" if floating else "0", "20000"], capture_output=True, text=True)
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[0]
+        warnings.warn(f"pin_bench failed on {urdf} ({reason}); no C++ column", stacklevel=2)
+        return {}
     figures = {}
     for line in result.stdout.splitlines():
         name, _, value = line.partition(" ")
@@ -60,53 +77,76 @@ def _pin_bench(path, urdf, floating):
     return figures
 
 
-def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print):
-    """Measure every function of `module`; print the table and return the rows."""
+def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print, mimic=False, calls=None, batch=BATCH):
+    """Measure every function of `module`; print the table and return the rows.
+
+    `calls`: calls per round from Python (default: about 2e5 operations' worth, 20 to 2000);
+    `batch`: states per batched C call. Pinocchio's columns are empty (and a line says why)
+    when it is not installed or cannot load the URDF."""
+    if batch < 1 or (calls is not None and calls < 1):
+        raise ValueError(f"calls and batch must be >= 1, got calls={calls}, batch={batch}")
     with open(os.path.join(os.path.dirname(module.__file__), "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
     rng = np.random.default_rng(seed)
     single = _inputs(meta, model, rng)
-    batch = _inputs(meta, model, rng, BATCH)
-    pin = _pinocchio(urdf, floating, model)
-    cpp = _pin_bench(pin_bench, urdf, floating)
+    batched = _inputs(meta, model, rng, batch)
+    pin, notes = _pinocchio(urdf, floating, model, mimic)
+    if pin_bench and mimic:   # its model would have the mimic joints as independent joints
+        notes.append("pin_bench builds Pinocchio's model without mimic joints: no C++ column")
+    cpp = _pin_bench(pin_bench, urdf, floating) if not mimic else {}
     rows = []
     for name, spec in meta["functions"].items():
         fn = getattr(module, name)
         args = [single[arg] for arg, _ in spec["inputs"]]
-        bargs = [batch[arg] for arg, _ in spec["inputs"]]
-        number = max(20, min(2000, int(2e5 / max(spec["operations"], 1))))
+        bargs = [batched[arg] for arg, _ in spec["inputs"]]
+        number = calls or max(20, min(2000, int(2e5 / max(spec["operations"], 1))))
         py = _median_time(lambda: fn(*args), number) * 1e9
-        c = _median_time(lambda: fn(*bargs, threads=1), 3) / BATCH * 1e9
-        throughput = BATCH / _median_time(lambda: fn(*bargs), 3)
+        c = _median_time(lambda: fn(*bargs, threads=1), 3) / batch * 1e9
+        throughput = batch / _median_time(lambda: fn(*bargs), 3)
         row = {"function": name, "operations": spec["operations"], "c_ns": c, "python_ns": py,
                "states_per_s": throughput, "pin_python_ns": None, "pin_cpp_ns": None}
-        if pin and name in PINOCCHIO:
-            pm, pd, pq = pin
-            call = getattr(__import__("pinocchio"), PINOCCHIO[name][0])
-            extra = [single[arg] for arg, _ in spec["inputs"] if arg != "q"]
-            row["pin_python_ns"] = _median_time(lambda: call(pm, pd, pq, *extra), number) * 1e9
-            row["pin_cpp_ns"] = cpp.get(PINOCCHIO[name][1]) if PINOCCHIO[name][1] else None
+        pin_call, pin_inputs, cpp_name = PINOCCHIO.get(name, (None, (), None))
+        if pin and pin_call:
+            pm, pd = pin
+            call = getattr(__import__("pinocchio"), pin_call)
+            pin_args = [to_pinocchio_q(model, single["q"]) if arg == "q" else single[arg] for arg in pin_inputs]
+            try:
+                call(pm, pd, *pin_args)
+            except RuntimeError as exc:   # Pinocchio 4.1's aba has no mimic joints, for one
+                notes.append(f"Pinocchio cannot compute {name} for this model ({str(exc).rstrip('.')})")
+            else:
+                row["pin_python_ns"] = _median_time(lambda: call(pm, pd, *pin_args), number) * 1e9
+        row["pin_cpp_ns"] = cpp.get(cpp_name)
         rows.append(row)
-    _print_table(rows, model, out)
+    _print_table(rows, model, out, batch)
+    for note in notes:
+        out(note)
     return rows
 
 
-def _pinocchio(urdf, floating, model):
+def _pinocchio(urdf, floating, model, mimic):
+    """((Pinocchio model, data), []), or (None, [a line saying why there are no Pinocchio columns])."""
     try:
         import pinocchio  # noqa: F401
     except ImportError:
-        return None
-    from .runtime.pinocchio_bridge import pinocchio_model, to_pinocchio_q
-    pm = pinocchio_model(urdf, floating)
-    q, _, _ = random_state(model, np.random.default_rng(1))
-    return pm, pm.createData(), to_pinocchio_q(model, q)
+        return None, ["Pinocchio is not installed: no Pinocchio columns"]
+    try:
+        pm = pinocchio_model(urdf, floating, mimic=mimic)
+    except PinocchioRefused as exc:
+        return None, [f"{exc}: no Pinocchio columns"]
+    nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
+    if (pm.nq, pm.nv) != (nq, model.nv):
+        return None, [f"Pinocchio's model of {urdf} has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}: "
+                      "no Pinocchio columns"]
+    return (pm, pm.createData()), []
 
 
-def _print_table(rows, model, out):
+def _print_table(rows, model, out, batch):
     def f(x, fmt="{:.0f}"):
         return "-" if x is None else fmt.format(x)
-    out(f"{model.name}: nq={model.nq} nv={model.nv}; medians of {ROUNDS} rounds; C time = batch of {BATCH} "
-        f"on one thread / {BATCH}; load average {os.getloadavg()[0]:.2f}")
+    name = model.name if model.name.isprintable() else repr(model.name)
+    out(f"{name}: nq={model.nq} nv={model.nv}; medians of {ROUNDS} rounds; C time = batch of {batch} "
+        f"on one thread / {batch}; load average {os.getloadavg()[0]:.2f}")
     out(f"{'function':20s} {'ops':>7s} {'C ns':>9s} {'Python ns':>10s} {'states/s':>11s} "
         f"{'pin C++ ns':>11s} {'pin Py ns':>10s} {'C++/C':>7s} {'ours/pin Py':>12s}")
     for r in rows:

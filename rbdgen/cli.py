@@ -1,13 +1,14 @@
 """rbdgen build | info | verify | bench.
 
-User mistakes (missing file, bad URDF, unknown algorithm) print one line and exit 2;
-a mismatch found by `verify` exits 1.
+User mistakes (missing file, bad URDF, unknown algorithm, an output folder that cannot be
+written, a corrupted module) print one line and exit 2; a mismatch found by `verify` exits 1.
 """
 
 import argparse
 import os
 import sys
 import time
+import unicodedata
 import warnings
 
 from .errors import RbdgenError
@@ -23,11 +24,57 @@ def _algorithms(text):
     return [a.strip() for a in text.split(",") if a.strip()] if text else None
 
 
-def cmd_build(args):
+def _printable(text):
+    """`text` on one line: control and other non-printable characters escaped (\\n, \\t,
+    \\x01, \\u2028), so that a name cannot break a line or a table."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _width(text):
+    """Columns `text` takes on a terminal: wide (CJK) characters take two, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _os_error(exc):
+    """One line for an OSError the command did not foresee (a disk full, a folder removed meanwhile)."""
+    paths = " -> ".join(f"'{f}'" for f in (exc.filename, exc.filename2) if f is not None)
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{paths}: {reason}; check the path and its permissions" if paths else f"{reason}; check the paths given"
+
+
+def _check_output(folder):
+    """One-line errors for an output folder (-o) that rbdgen could not create or write into,
+    before any work; the build creates it."""
+    path = os.path.abspath(folder)
+    existing = path
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    where = f"output folder '{folder}'" if existing == path else f"cannot create output folder '{folder}': '{existing}'"
+    if not os.path.isdir(existing):
+        raise RbdgenError(f"{where} is a file, not a folder; give a folder with -o")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RbdgenError(f"{where} is not writable; give another folder with -o")
+
+
+def _build(args, urdf):
     from .codegen.build import build
-    report = _progress(time.perf_counter())
-    module = build(args.urdf, out_dir=args.output, floating_base=args.floating_base, name=args.name,
-                   algorithms=_algorithms(args.algorithms), native=not args.no_native, progress=report)
+    _check_output(args.output)
+    return build(urdf, out_dir=args.output, floating_base=args.floating_base, name=getattr(args, "name", None),
+                 algorithms=_algorithms(getattr(args, "algorithms", None)),
+                 native=not getattr(args, "no_native", False), strict=args.strict, mimic=args.mimic,
+                 progress=_progress(time.perf_counter()))
+
+
+def _load_urdf(args, urdf, floating_base, mimic):
+    from .model.urdf import load_urdf
+    return load_urdf(urdf, floating_base=floating_base, strict=args.strict, mimic=mimic)
+
+
+def cmd_build(args):
+    module = _build(args, args.urdf)
     path = os.path.dirname(module.__file__)
     print(f"built {path}")
     for name, ops in module.operation_counts.items():
@@ -36,42 +83,45 @@ def cmd_build(args):
 
 
 def cmd_info(args):
-    from .model.urdf import load_urdf
-    model = load_urdf(args.urdf, floating_base=args.floating_base)
-    print(f"robot {model.name}: nq={model.nq} nv={model.nv} bodies={model.nbodies} "
+    model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
+    print(f"robot {_printable(model.name)}: nq={model.nq} nv={model.nv} bodies={model.nbodies} "
           f"total mass={model.total_mass:.6g} kg")
-    depth = {}
-    print(f"{'joint':32s} {'type':12s} {'parent body':24s} idx_q nq idx_v nv")
+    depth, rows = {}, []
     for i, joint in enumerate(model.joints):
         p = model.parent[i]
         depth[i] = 0 if p < 0 else depth[p] + 1
-        parent = model.body_names[p] if p >= 0 else "(world)"
-        print(f"{'  ' * depth[i] + joint.name:32s} {joint.type:12s} {parent:24s} "
-              f"{joint.idx_q:5d} {joint.nq:2d} {joint.idx_v:5d} {joint.nv:2d}")
-    fixed = [f.name for f in model.frames if f.name not in model.body_names]
+        parent = _printable(model.body_names[p]) if p >= 0 else "(world)"
+        rows.append(("  " * depth[i] + _printable(joint.name), joint.type, parent,
+                     f"{joint.idx_q:5d} {joint.nq:2d} {joint.idx_v:5d} {joint.nv:2d}"))
+    header = ("joint", "type", "parent body", "idx_q nq idx_v nv")
+    widths = [max([minimum] + [_width(row[k]) for row in rows]) for k, minimum in enumerate((32, 12, 24))]
+    for row in [header] + rows:
+        print(" ".join(cell + " " * (width - _width(cell)) for cell, width in zip(row, widths)) + " " + row[3])
+    fixed = [_printable(f.name) for f in model.frames if f.name not in model.body_names]
     if fixed:
         print(f"fixed frames: {', '.join(fixed)}")
     return 0
 
 
 def cmd_verify(args):
-    from .codegen.build import build, load
-    from .model.urdf import load_urdf
+    from .codegen.build import load
     from .runtime.verify import verify_module
     if os.path.isdir(args.target):
         module = load(args.target)
-        urdf, floating = _source_of(args)
-        model = load_urdf(urdf, floating_base=floating)
+        urdf, floating, mimic = _module_source(args.target, args.mimic)
+        model = _load_urdf(args, urdf, floating, mimic)
     else:
-        model = load_urdf(args.target, floating_base=args.floating_base)
-        module = build(args.target, out_dir=args.output, floating_base=args.floating_base,
-                       progress=_progress(time.perf_counter()))
+        urdf, floating, mimic = args.target, args.floating_base, args.mimic
+        model = _load_urdf(args, urdf, floating, mimic)
+        module = _build(args, urdf)
     report = verify_module(module, model, states=args.states, seed=args.seed, rel_tol=args.tol)
     ok = all(r["ok"] for r in report.values())
     print(f"{'function':18s} worst relative error vs reference ({args.states} states, tol {args.tol:g})")
     for name, r in report.items():
         print(f"  {name:18s} {r['error']:.2e}  {'ok' if r['ok'] else 'MISMATCH'}")
-    pin_report = _verify_pinocchio(module, model, args)
+    pin_report, notes = _verify_pinocchio(module, model, urdf, floating, mimic, args)
+    for note in notes:
+        print(_printable(note))
     if pin_report is not None:
         print("function           worst relative error vs Pinocchio")
         for name, err in pin_report.items():
@@ -81,57 +131,76 @@ def cmd_verify(args):
     return 0 if ok else 1
 
 
-def _source_of(args):
-    """(URDF path, floating base) of the verify target: for a module, what it was built from."""
-    if not os.path.isdir(args.target):
-        return args.target, args.floating_base
+def _module_source(folder, mimic):
+    """(URDF path, floating base, mimic) that the module in `folder` was built from, checked
+    to be still there and unchanged."""
+    import hashlib
     import json
-    with open(os.path.join(args.target, "model.json"), encoding="utf-8") as f:
-        source = json.load(f).get("source") or {}
-    urdf = source.get("urdf")
-    if not urdf or not os.path.isfile(urdf):
-        raise RbdgenError(f"{args.target}: the URDF it was built from ({urdf}) is gone; verify the URDF instead")
-    return urdf, bool(source.get("floating_base"))
+    meta_path = os.path.join(folder, "model.json")
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            source = json.load(f).get("source") or {}
+        urdf = source.get("urdf")
+    except (ValueError, AttributeError):
+        raise RbdgenError(f"{meta_path} is corrupted; rebuild the module with rbdgen build") from None
+    if not isinstance(urdf, str) or not os.path.isfile(urdf):
+        raise RbdgenError(f"{folder}: the URDF it was built from ({urdf}) is gone; verify the URDF instead")
+    with open(urdf, "rb") as f:
+        if source.get("urdf_sha256") not in (None, hashlib.sha256(f.read()).hexdigest()):
+            raise RbdgenError(f"{folder}: {urdf} changed since the module was built; verify the URDF instead")
+    return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic))
 
 
-def _verify_pinocchio(module, model, args):
-    """Worst errors against Pinocchio for rnea, crba, aba (those the module has), or None
-    without Pinocchio."""
+def _verify_pinocchio(module, model, urdf, floating, mimic, args):
+    """(worst errors against Pinocchio for rnea, crba, aba (those the module has and Pinocchio
+    computes for this model), lines to print); no errors (None) when Pinocchio is not
+    installed or refuses the URDF."""
     try:
         import pinocchio as pin
     except ImportError:
-        return None
+        return None, ["Pinocchio is not installed: compared with the reference only"]
     import numpy as np
-    from .runtime.pinocchio_bridge import pinocchio_model, to_pinocchio_q
+    from .runtime.pinocchio_bridge import PinocchioRefused, pinocchio_model, to_pinocchio_q
     from .runtime.states import random_state
-    urdf, floating = _source_of(args)
-    pm = pinocchio_model(urdf, floating)
+    try:
+        pm = pinocchio_model(urdf, floating, mimic=mimic)
+    except PinocchioRefused as exc:
+        return None, [f"{exc}: compared with the reference only"]
+    nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
+    if (pm.nq, pm.nv) != (nq, model.nv):
+        # not a reason to skip Pinocchio: the two disagree on the robot itself
+        return {"model": float("inf")}, [f"Pinocchio's model has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}"]
     pd = pm.createData()
     rng = np.random.default_rng(args.seed)
-    worst = {}
+    worst, notes = {}, []
+    names = [name for name in ("rnea", "crba", "aba") if name in module.operation_counts]
     for _ in range(args.states):
         q, v, a = random_state(model, rng)
         pq = to_pinocchio_q(model, q)
+        # crba on fresh Data: Pinocchio 4.1's crba with mimic joints depends on what Data held
         pairs = {"rnea": lambda: (module.rnea(q, v, a), pin.rnea(pm, pd, pq, v, a)),
-                 "crba": lambda: (module.crba(q), _symmetric(pin.crba(pm, pd, pq))),
+                 "crba": lambda: (module.crba(q), _symmetric(pin.crba(pm, pm.createData(), pq))),
                  "aba": lambda: (module.aba(q, v, a), pin.aba(pm, pd, pq, v, a))}
-        for name, pair in pairs.items():
-            if name not in module.operation_counts:
+        for name in list(names):
+            try:
+                x, y = pairs[name]()
+            except RuntimeError as exc:   # Pinocchio 4.1's aba has no mimic joints, for one
+                names.remove(name)
+                notes.append(f"Pinocchio cannot compute {name} for this model ({str(exc).rstrip('.')}): not compared")
                 continue
-            x, y = pair()
             err = float(np.abs(x - y).max()) / max(1.0, float(np.abs(y).max()))
-            worst[name] = max(worst.get(name, 0.0), err)
-    return worst
+            # NaN anywhere is a failure, never lost in max()
+            worst[name] = max(worst.get(name, 0.0), err if err == err else float("inf"))
+    return {name: worst[name] for name in names}, notes
 
 
 def cmd_bench(args):
-    from .bench import bench
-    from .codegen.build import build
-    from .model.urdf import load_urdf
-    model = load_urdf(args.urdf, floating_base=args.floating_base)
-    module = build(args.urdf, out_dir=args.output, floating_base=args.floating_base,
-                   algorithms=_algorithms(args.algorithms), progress=_progress(time.perf_counter()))
-    bench(module, model, args.urdf, args.floating_base, pin_bench=args.pin_bench)
+    from .bench import BATCH, bench, check_pin_bench
+    check_pin_bench(args.pin_bench)
+    model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
+    module = _build(args, args.urdf)
+    bench(module, model, args.urdf, args.floating_base, pin_bench=args.pin_bench, mimic=args.mimic,
+          calls=args.calls, batch=args.batch or BATCH)
     return 0
 
 
@@ -140,39 +209,57 @@ def _symmetric(M):
     return np.triu(M) + np.triu(M, 1).T
 
 
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="rbdgen", description="Generate fast, verified rigid-body dynamics from a URDF.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def model_options(p):
+        p.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
+        p.add_argument("--strict", action="store_true",
+                       help="a physically invalid inertia is an error (default: a warning, and the build goes on)")
+        p.add_argument("--mimic", action="store_true",
+                       help="<mimic> joints as Pinocchio's mimic=True model: q = multiplier * q_master + offset, no "
+                            "coordinate of their own (default: independent joints, with a warning)")
 
     p = sub.add_parser("build", help="generate and compile the module for a URDF")
     p.add_argument("urdf")
     p.add_argument("-o", "--output", default="generated", help="output folder (default: generated)")
     p.add_argument("--name", help="module name (default: the robot's name, sanitized)")
-    p.add_argument("--floating-base", action="store_true", help="add a free-flyer root joint")
+    model_options(p)
     p.add_argument("--algorithms", help="comma-separated functions to generate (default: all)")
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("info", help="print the kinematic tree, joints and their q/v indices")
     p.add_argument("urdf")
-    p.add_argument("--floating-base", action="store_true")
+    model_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("verify", help="compare a module with the reference (and Pinocchio)")
     p.add_argument("target", help="a URDF (built or reused) or a generated module folder")
-    p.add_argument("-o", "--output", default="generated")
-    p.add_argument("--floating-base", action="store_true")
-    p.add_argument("--states", type=int, default=10)
+    p.add_argument("-o", "--output", default="generated", help="output folder of the build (default: generated)")
+    model_options(p)
+    p.add_argument("--algorithms", help="comma-separated functions to build, for a URDF (default: all)")
+    p.add_argument("--states", type=_positive, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tol", type=float, default=1e-10)
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("bench", help="time every function against Pinocchio, in one run")
     p.add_argument("urdf")
-    p.add_argument("-o", "--output", default="generated")
-    p.add_argument("--floating-base", action="store_true")
+    p.add_argument("-o", "--output", default="generated", help="output folder of the build (default: generated)")
+    model_options(p)
     p.add_argument("--algorithms", help="comma-separated functions to build and time (default: all)")
     p.add_argument("--pin-bench", help="Pinocchio's C++ timing tool (../shared/bench/build_pin_bench.sh builds it)")
+    p.add_argument("--calls", type=_positive, help="calls per timing round from Python (default: by size, 20 to 2000)")
+    p.add_argument("--batch", type=_positive, help="states per batched call (default: 2000)")
     p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
@@ -182,12 +269,17 @@ def main(argv=None):
             try:
                 return args.func(args)
             finally:
-                for w in caught:
-                    print(f"rbdgen: warning: {w.message}", file=sys.stderr)
+                # the URDF is loaded twice by verify and bench (model, then build): say each thing once
+                for message in dict.fromkeys(_printable(w.message) for w in caught):
+                    print(f"rbdgen: warning: {message}", file=sys.stderr)
     except RbdgenError as exc:
-        print(f"rbdgen: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        print(f"rbdgen: error: {_printable(message)}", file=sys.stderr)
         if getattr(exc, "output", ""):
             print(exc.output, file=sys.stderr)
+        return 2
+    except OSError as exc:   # PermissionError, NotADirectoryError, ... met after the checks
+        print(f"rbdgen: error: {_printable(_os_error(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rbdgen: interrupted", file=sys.stderr)

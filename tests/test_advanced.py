@@ -772,10 +772,24 @@ def test_generated_matches_reference(generated, key, seed):
                 pytest.fail(f"{key}: {what} accepted")
 
 
-def test_report_build_times(generated):
-    for key in GENERATED:
-        generated(key)
-    print("\nbuild times: " + ", ".join(f"{k} {t:.1f} s" for k, t in BUILD_TIMES.items()))
+def test_report_build_times(tmp_path):
+    """A build reports, for every function it builds, its operation count and the seconds of
+    each stage (symbolic run, C, compilation), then the time to link and to verify."""
+    import re
+    model = revolute_model("timed3", [-1, 0, 1])
+    lines = []
+    module = rbdgen.build_model(model, out_dir=str(tmp_path), algorithms=["rnea", "crba", "com"],
+                                progress=lines.append)
+    seconds = r"(\d+\.\d) s"
+    timed = {}
+    for line in lines:
+        m = re.fullmatch(rf"\s*(\w+): (\d+) operations \(symbolic {seconds}, C {seconds}, compile {seconds}\)", line)
+        if m:
+            assert m.group(1) not in timed, f"{m.group(1)} reported twice: {lines}"
+            timed[m.group(1)] = int(m.group(2))
+    assert timed == dict(module.operation_counts) and set(timed) == {"rnea", "crba", "com"}, lines
+    assert any(re.fullmatch(rf"linked the extension \({seconds}\)", line) for line in lines), lines
+    assert any(re.fullmatch(rf"verified against the reference \(.*{seconds}\)", line) for line in lines), lines
 
 
 # ============================================================ 4. Christoffel cost =============

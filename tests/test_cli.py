@@ -1,5 +1,6 @@
-"""The command line end to end: `rbdgen build | info | verify` in subprocesses (as a user runs
-them) and `rbdgen.cli.main` in-process; user mistakes are one stderr line and status 2."""
+"""The command line end to end: `rbdgen build | info | verify | bench` in subprocesses (as a
+user runs them; verify and bench with Pinocchio and with it "not installed") and
+`rbdgen.cli.main` in-process; user mistakes are one stderr line and status 2, never a traceback."""
 
 import json
 import os
@@ -13,18 +14,20 @@ import pytest
 import rbdgen
 from helpers import robot_path
 from rbdgen.cli import main
+from rbdgen.codegen.build import module_name
+from rbdgen.errors import RbdgenError
 
-PENDULUM = robot_path("double_pendulum_continuous")   # robot "2dof_planar" -> module r_2dof_planar
-PENDULUM_MODULE = "r_2dof_planar"
+PENDULUM = robot_path("double_pendulum_continuous")
+PENDULUM_MODULE = module_name("2dof_planar")   # the robot's name is not an identifier: r_2dof_planar_<hash>
 # functions every default build has (the generator may add more)
 FUNCTIONS = ("rnea", "rnea_fext", "nle", "gravity", "crba", "aba", "aba_fext", "placements", "jacobians",
              "com", "kinetic_energy", "potential_energy")
 
 
-def run_cli(*args, cwd=None, timeout=300):
-    """`python -m rbdgen.cli ARGS` -> CompletedProcess (text)."""
-    return subprocess.run([sys.executable, "-m", "rbdgen.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+def run_cli(*args, cwd=None, timeout=300, env=None, prefix=()):
+    """`python -m rbdgen.cli ARGS` -> CompletedProcess (text); `prefix` runs it through a wrapper."""
+    return subprocess.run([*prefix, sys.executable, "-m", "rbdgen.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout, env=env)
 
 
 def assert_user_error(code, stderr, *fragments):
@@ -94,7 +97,8 @@ def test_build_with_options(tmp_path):
     assert len(result.stdout.splitlines()) == 3
     with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    assert meta["options"] == {"algorithms": ["rnea", "crba"], "native": False, "cse": True}
+    assert {k: meta["options"].get(k) for k in ("algorithms", "native", "cse")} == {
+        "algorithms": ["rnea", "crba"], "native": False, "cse": True}, meta["options"]
 
 
 def test_console_script(tmp_path):
@@ -237,3 +241,435 @@ def test_user_mistakes_in_process(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["verify", str(tmp_path / "empty")]) == 2
     assert_user_error(2, capsys.readouterr().err, "not a generated rbdgen module")
+
+
+# ------------------------------------------------- a tiny robot, with Pinocchio and without ------
+
+TINY_FUNCTIONS = "rnea,crba,aba,centroidal_map,com"     # a quick build; com has no Pinocchio call in bench
+LIMIT = '<limit lower="-2" upper="2" effort="10" velocity="5"/>'
+
+
+def _inertial(mass, z, ixx="0.02"):
+    return (f'<inertial><origin xyz="0 0.01 {z}"/><mass value="{mass}"/>'
+            f'<inertia ixx="{ixx}" iyy="0.02" izz="0.005" ixy="0" ixz="0" iyz="0"/></inertial>')
+
+
+def tiny_urdf(path, robot="tiny", joints=("shoulder", "elbow", "slider"), links=("upper", "fore", "hand"),
+              limits=True, ixx="0.02"):
+    """Write a 3-joint URDF (revolute, continuous, prismatic) to `path`. Names go into the XML
+    as given (so '&#10;' is a newline). Without `limits` the revolute joint has no <limit>:
+    rbdgen loads it, Pinocchio (urdfdom) refuses it. `ixx` sets the first link's moment."""
+    path.write_text(f"""<robot name="{robot}">
+  <link name="base"/>
+  <link name="{links[0]}">{_inertial(1.0, 0.25, ixx)}</link>
+  <link name="{links[1]}">{_inertial(0.6, 0.2)}</link>
+  <link name="{links[2]}">{_inertial(0.3, 0.05)}</link>
+  <joint name="{joints[0]}" type="revolute"><parent link="base"/><child link="{links[0]}"/>
+    <origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>{LIMIT if limits else ""}</joint>
+  <joint name="{joints[1]}" type="continuous"><parent link="{links[0]}"/><child link="{links[1]}"/>
+    <origin xyz="0 0 0.5" rpy="0.3 0 0"/><axis xyz="1 0 0"/></joint>
+  <joint name="{joints[2]}" type="prismatic"><parent link="{links[1]}"/><child link="{links[2]}"/>
+    <origin xyz="0 0.1 0.4"/><axis xyz="0 0 1"/>{LIMIT}</joint>
+</robot>
+""")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """`rbdgen build tiny.urdf -o OUT --algorithms TINY_FUNCTIONS`, run once: (URDF, OUT, module folder)."""
+    root = tmp_path_factory.mktemp("tiny")
+    urdf = tiny_urdf(root / "tiny.urdf")
+    out = root / "generated"
+    result = run_cli("build", urdf, "-o", out, "--algorithms", TINY_FUNCTIONS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"built {out / 'tiny'}"
+    return urdf, out, out / "tiny"
+
+
+@pytest.fixture(scope="module")
+def no_pinocchio(tmp_path_factory):
+    """Environment for a subprocess in which Pinocchio looks not installed: a folder first on
+    PYTHONPATH whose pinocchio/__init__.py raises ImportError."""
+    fake = tmp_path_factory.mktemp("no_pinocchio")
+    (fake / "pinocchio").mkdir()
+    (fake / "pinocchio" / "__init__.py").write_text('raise ImportError("simulated: pinocchio is not installed")\n')
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(fake)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def test_no_pinocchio_environment_hides_pinocchio(no_pinocchio):
+    probe = [sys.executable, "-c", "import pinocchio"]
+    hidden = subprocess.run(probe, capture_output=True, text=True, env=no_pinocchio, timeout=60)
+    assert hidden.returncode == 1 and "ImportError: simulated: pinocchio is not installed" in hidden.stderr
+    assert subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
+
+
+def bench_table(stdout):
+    """`rbdgen bench` output -> (title line, {function: its 9 cells}, the lines after the table)."""
+    lines = stdout.splitlines()
+    assert re.fullmatch(r"function\s+ops\s+C ns\s+Python ns\s+states/s\s+pin C\+\+ ns\s+pin Py ns\s+C\+\+/C\s+"
+                        r"ours/pin Py", lines[1]), lines[1]
+    rows = {}
+    for i, line in enumerate(lines[2:], 2):
+        cells = line.split()
+        if len(cells) != 9 or not cells[1].isdigit():
+            return lines[0], rows, lines[i:]
+        rows[cells[0]] = cells
+    return lines[0], rows, []
+
+
+def check_bench(result, folder, batch, pinocchio_columns):
+    """Exit 0, one row per function of the module with its operation count and positive times;
+    Pinocchio's Python time and our ratio to it where Pinocchio has the function (and
+    `pinocchio_columns`), '-' elsewhere; no pin_bench given, so no C++ column."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    title, rows, rest = bench_table(result.stdout)
+    assert title.startswith("tiny: nq=3 nv=3; medians of ") and f"C time = batch of {batch} on one thread" in title
+    with open(folder / "model.json", encoding="utf-8") as f:
+        functions = json.load(f)["functions"]
+    assert list(rows) == list(functions)
+    for name, (_, ops, c_ns, py_ns, per_s, cpp_ns, pin_py_ns, cpp_ratio, py_ratio) in rows.items():
+        assert int(ops) == functions[name]["operations"]
+        assert float(c_ns) > 0 and float(py_ns) > 0 and float(per_s) > 0, rows[name]
+        assert cpp_ns == cpp_ratio == "-"
+        if pinocchio_columns and name != "com":
+            assert float(pin_py_ns) > 0 and float(py_ratio) > 0, rows[name]
+        else:
+            assert pin_py_ns == py_ratio == "-", rows[name]
+    return rest
+
+
+def test_bench_with_pinocchio(tiny):
+    urdf, out, folder = tiny
+    result = run_cli("bench", urdf, "-o", out, "--algorithms", TINY_FUNCTIONS, "--calls", 3, "--batch", 4)
+    assert check_bench(result, folder, 4, pinocchio_columns=True) == []
+    assert "up to date" in result.stderr     # the module built above, reused
+
+
+def test_bench_without_pinocchio(tiny, no_pinocchio):
+    urdf, out, folder = tiny
+    result = run_cli("bench", urdf, "-o", out, "--algorithms", TINY_FUNCTIONS, "--calls", 2, "--batch", 3,
+                     env=no_pinocchio)
+    rest = check_bench(result, folder, 3, pinocchio_columns=False)
+    assert rest == ["Pinocchio is not installed: no Pinocchio columns"]
+
+
+def test_bench_reads_pin_bench(tiny, tmp_path):
+    """--pin-bench: the tool gets (URDF, floating 0/1, calls) and its '<name>_ns' lines fill the
+    C++ column (ccrba's against centroidal_map); a path that is not an executable is a user error."""
+    urdf, out, folder = tiny
+    tool = tmp_path / "pin_bench"
+    tool.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "args"}\n'
+                    'printf "rnea_ns 1234.0\\ncrba_ns 567\\nccrba_ns 890.25\\nnot a figure\\n"\n')
+    tool.chmod(0o755)
+    result = run_cli("bench", urdf, "-o", out, "--algorithms", TINY_FUNCTIONS, "--calls", 2, "--batch", 2,
+                     "--pin-bench", tool)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "args").read_text().split() == [str(urdf), "0", "20000"]
+    _, rows, _ = bench_table(result.stdout)
+    assert {name: cells[5] for name, cells in rows.items()} == {
+        "rnea": "1234", "crba": "567", "aba": "-", "com": "-", "centroidal_map": "890"}   # printed as {:.0f}
+    for name in ("rnea", "crba", "centroidal_map"):
+        assert re.fullmatch(r"\d+\.\dx", rows[name][7]), rows[name]
+    tool.chmod(0o644)
+    result = run_cli("bench", urdf, "-o", out, "--algorithms", TINY_FUNCTIONS, "--pin-bench", tool)
+    assert_user_error(result.returncode, result.stderr, f"--pin-bench {tool} is not an executable")
+
+
+def verify_tables(stdout):
+    """`rbdgen verify` output -> ({function: (error, status)} vs the reference, the same vs
+    Pinocchio or None when there is no such table, the other lines)."""
+    tables, other, current = {}, [], None
+    for line in stdout.splitlines():
+        header = re.fullmatch(r"function\s+worst relative error vs (reference|Pinocchio)\b.*", line)
+        row = re.fullmatch(r"  (\w+)\s+(\S+)  (ok|MISMATCH)", line)
+        if header:
+            current = tables.setdefault(header.group(1), {})
+        elif row and current is not None:
+            current[row.group(1)] = (float(row.group(2)), row.group(3))
+        else:
+            current = None
+            other.append(line)
+    return tables["reference"], tables.get("Pinocchio"), other
+
+
+def test_verify_with_pinocchio(tiny):
+    _, _, folder = tiny
+    result = run_cli("verify", folder, "--states", 3)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reference, pinocchio, other = verify_tables(result.stdout)
+    assert set(TINY_FUNCTIONS.split(",")) <= set(reference)
+    assert all(status == "ok" and error <= 1e-10 for error, status in reference.values()), reference
+    assert set(pinocchio) == {"rnea", "crba", "aba"}
+    assert all(status == "ok" and error <= 1e-9 for error, status in pinocchio.values()), pinocchio
+    assert other == []
+    assert result.stderr == ""
+
+
+def test_verify_without_pinocchio(tiny, no_pinocchio):
+    _, _, folder = tiny
+    result = run_cli("verify", folder, "--states", 2, env=no_pinocchio)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reference, pinocchio, other = verify_tables(result.stdout)
+    assert set(TINY_FUNCTIONS.split(",")) <= set(reference)
+    assert all(status == "ok" for _, status in reference.values())
+    assert pinocchio is None
+    assert other == ["Pinocchio is not installed: compared with the reference only"]
+
+
+def test_verify_urdf_that_pinocchio_refuses(tmp_path):
+    """A revolute joint without <limit>: rbdgen loads it, Pinocchio does not; verify says so in
+    one line (without urdfdom's own messages) and compares with the reference only."""
+    urdf = tiny_urdf(tmp_path / "nolimit.urdf", limits=False)
+    result = run_cli("verify", urdf, "-o", tmp_path / "out", "--algorithms", "rnea,crba,aba", "--states", 3)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reference, pinocchio, other = verify_tables(result.stdout)
+    assert set(reference) >= {"rnea", "crba", "aba"} and all(s == "ok" for _, s in reference.values())
+    assert pinocchio is None
+    assert other == [f"Pinocchio cannot load {urdf} (Joint [shoulder] is of type REVOLUTE but it does not specify "
+                     "limits): compared with the reference only"]
+    # stderr: the build's progress only (no urdfdom 'Error:' lines, no traceback)
+    assert all(line.startswith("[") for line in result.stderr.splitlines()), result.stderr
+    # bench goes on without Pinocchio's columns as well
+    bench = run_cli("bench", urdf, "-o", tmp_path / "out", "--algorithms", "rnea,crba,aba", "--calls", 2,
+                    "--batch", 2)
+    assert bench.returncode == 0, bench.stderr
+    _, rows, rest = bench_table(bench.stdout)
+    assert set(rows) == {"rnea", "crba", "aba"} and all(cells[6] == "-" for cells in rows.values())
+    assert rest == [f"Pinocchio cannot load {urdf} (Joint [shoulder] is of type REVOLUTE but it does not specify "
+                    "limits): no Pinocchio columns"]
+
+
+def test_verify_exit_code_is_the_comparison(tiny, monkeypatch, capsys):
+    """Exit 1 exactly when a function disagrees (here with the reference only: Pinocchio is
+    skipped, as for a URDF it cannot load)."""
+    import rbdgen.runtime.verify as verify
+    _, _, folder = tiny
+    real = verify.verify_module
+    monkeypatch.setattr("rbdgen.cli._verify_pinocchio", lambda *args: (None, ["Pinocchio skipped: reason"]))
+    assert main(["verify", str(folder), "--states", "2"]) == 0
+    reference, _, other = verify_tables(capsys.readouterr().out)
+    assert other == ["Pinocchio skipped: reason"]
+
+    def one_wrong(*args, **kwargs):
+        report = real(*args, **kwargs)
+        report["crba"] = {"error": 3e-7, "ok": False}
+        return report
+    monkeypatch.setattr(verify, "verify_module", one_wrong)
+    assert main(["verify", str(folder), "--states", "2"]) == 1
+    reference, _, _ = verify_tables(capsys.readouterr().out)
+    assert reference["crba"] == (3e-7, "MISMATCH")
+    assert all(status == "ok" for name, (_, status) in reference.items() if name != "crba")
+
+
+# --------------------------------------------------------- output folders, corrupted modules ------
+
+def test_output_folder_is_a_file(tmp_path):
+    urdf = tiny_urdf(tmp_path / "tiny.urdf")
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    for command in ("build", "verify", "bench"):
+        result = run_cli(command, urdf, "-o", taken, "--algorithms", "rnea")
+        assert_user_error(result.returncode, result.stderr, f"output folder '{taken}' is a file, not a folder")
+        assert result.stdout == ""
+    result = run_cli("build", urdf, "-o", taken / "sub", "--algorithms", "rnea")
+    assert_user_error(result.returncode, result.stderr, f"cannot create output folder '{taken / 'sub'}'",
+                      f"'{taken}' is a file")
+    assert taken.read_text() == "not a folder"
+
+
+def unprivileged():
+    """A prefix that runs a command without the right to ignore file permissions: root (as in
+    CI containers) writes into a read-only folder otherwise."""
+    if os.geteuid() != 0:
+        return ()
+    assert shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root's file-permission override"
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def test_output_folder_read_only(tmp_path):
+    urdf = tiny_urdf(tmp_path / "tiny.urdf")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        result = run_cli("build", urdf, "-o", locked, "--algorithms", "rnea", prefix=unprivileged())
+        assert_user_error(result.returncode, result.stderr, f"output folder '{locked}' is not writable")
+        result = run_cli("verify", urdf, "-o", locked / "new", "--algorithms", "rnea", prefix=unprivileged())
+        assert_user_error(result.returncode, result.stderr, f"cannot create output folder '{locked / 'new'}'",
+                          f"'{locked}' is not writable")
+        assert os.listdir(locked) == []
+    finally:
+        locked.chmod(0o755)
+
+
+def test_os_error_during_the_build_is_one_line(tmp_path, monkeypatch, capsys):
+    """An OSError the checks could not foresee (a disk full, a folder removed meanwhile)."""
+    def fail(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "out" / ".tiny.lock"))
+    monkeypatch.setattr("rbdgen.codegen.build.build", fail)
+    urdf = tiny_urdf(tmp_path / "tiny.urdf")
+    assert main(["build", str(urdf), "-o", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert_user_error(2, captured.err, f"'{tmp_path / 'out' / '.tiny.lock'}': Permission denied")
+    assert captured.out == ""
+
+
+def _garbage_json(folder):
+    (folder / "model.json").write_text("{ this is not json")
+
+
+def _json_not_an_object(folder):
+    (folder / "model.json").write_text("[1, 2, 3]")
+
+
+def _extension(folder):
+    with open(folder / "model.json", encoding="utf-8") as f:
+        stem = json.load(f)["extension"]
+    return next(p for p in folder.iterdir() if p.name.startswith(stem + "."))
+
+
+def _truncated_extension(folder):
+    path = _extension(folder)
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def _empty_extension(folder):
+    os.truncate(_extension(folder), 0)
+
+
+@pytest.mark.parametrize("corrupt", [_garbage_json, _json_not_an_object, _truncated_extension, _empty_extension])
+def test_verify_corrupted_module(tiny, tmp_path, corrupt):
+    _, _, folder = tiny
+    copy = tmp_path / "tiny"
+    shutil.copytree(folder, copy)
+    corrupt(copy)
+    result = run_cli("verify", copy)
+    assert_user_error(result.returncode, result.stderr, str(copy), "rebuild")
+    assert result.stdout == ""
+
+
+def test_verify_module_whose_urdf_changed_or_is_gone(tmp_path):
+    urdf = tiny_urdf(tmp_path / "tiny.urdf")
+    assert run_cli("build", urdf, "-o", tmp_path / "out", "--algorithms", "rnea").returncode == 0
+    folder = tmp_path / "out" / "tiny"
+    with open(urdf, "a") as f:
+        f.write("<!-- edited -->\n")
+    result = run_cli("verify", folder)
+    assert_user_error(result.returncode, result.stderr, f"{urdf} changed since the module was built",
+                      "verify the URDF instead")
+    urdf.unlink()
+    result = run_cli("verify", folder)
+    assert_user_error(result.returncode, result.stderr, f"the URDF it was built from ({urdf}) is gone")
+
+
+# ------------------------------------------------------------------ names, --strict, --mimic ------
+
+def test_info_escapes_names(tmp_path):
+    """Names with a newline, a tab or a carriage return are shown escaped: one line per joint,
+    and the columns stay aligned."""
+    urdf = tiny_urdf(tmp_path / "odd.urdf", robot="odd&#10;bot", joints=("shoulder", "elbow&#10;joint", "slide&#9;r"),
+                     links=("upper", "fore&#13;arm", "hand"))
+    result = run_cli("info", urdf)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert all(line.isprintable() for line in lines), lines
+    assert lines[0].startswith("robot odd\\nbot: nq=3 nv=3 bodies=3 ")
+    table = lines[1:5]
+    assert re.fullmatch(r"joint\s+type\s+parent body\s+idx_q nq idx_v nv", table[0])
+    assert [line.split() for line in table[1:]] == [
+        ["shoulder", "revolute", "(world)", "0", "1", "0", "1"],
+        ["elbow\\njoint", "continuous", "upper", "1", "1", "1", "1"],
+        ["slide\\tr", "prismatic", "fore\\rarm", "2", "1", "2", "1"]]
+    # aligned: every column starts where its header does (the numbers are right-aligned)
+    for header in ("type", "parent body"):
+        column = table[0].index(header)
+        assert all(line[column - 1] == " " and line[column] != " " for line in table[1:]), (header, table)
+    assert len({len(line) for line in table}) == 1
+    assert lines[5:] == [] or (len(lines) == 6 and lines[5].startswith("fixed frames: "))
+
+
+def test_strict_makes_an_invalid_inertia_an_error(tmp_path):
+    """ixx = 0.2 > iyy + izz = 0.025 breaks the triangle inequality: a warning naming the link
+    (and the build goes on); --strict refuses it in one line (before any build)."""
+    urdf = tiny_urdf(tmp_path / "bad_inertia.urdf", ixx="0.2")
+    result = run_cli("info", urdf)
+    assert result.returncode == 0, result.stderr
+    warning, = result.stderr.splitlines()
+    assert warning.startswith("rbdgen: warning: link 'upper'") and "triangle inequality" in warning, warning
+    for command in (["info"], ["build", "-o", tmp_path / "out"], ["verify", "-o", tmp_path / "out"],
+                    ["bench", "-o", tmp_path / "out"]):
+        result = run_cli(command[0], urdf, *command[1:], "--strict")
+        assert_user_error(result.returncode, result.stderr, "link 'upper'", "triangle inequality")
+        assert result.stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_strict_and_mimic_are_passed_through(tmp_path, monkeypatch, capsys):
+    """--strict and --mimic reach load_urdf and build (as keywords) in every command."""
+    calls = []
+
+    def fake_load_urdf(path, **kwargs):
+        calls.append(("load_urdf", kwargs))
+        return rbdgen.load_urdf(path, floating_base=kwargs["floating_base"])
+
+    def fake_build(path, **kwargs):
+        calls.append(("build", kwargs))
+        raise RbdgenError("stop here")
+    monkeypatch.setattr("rbdgen.model.urdf.load_urdf", fake_load_urdf)
+    monkeypatch.setattr("rbdgen.codegen.build.build", fake_build)
+    urdf = str(tiny_urdf(tmp_path / "tiny.urdf"))
+    out = str(tmp_path / "out")
+    for argv, expected in ((["info", urdf], ["load_urdf"]), (["build", urdf, "-o", out], ["build"]),
+                           (["verify", urdf, "-o", out], ["load_urdf", "build"]),
+                           (["bench", urdf, "-o", out], ["load_urdf", "build"])):
+        for flags, strict, mimic in (([], False, False), (["--strict"], True, False), (["--mimic"], False, True),
+                                     (["--strict", "--mimic"], True, True)):
+            calls.clear()
+            main(argv + flags)
+            assert [name for name, _ in calls] == expected, (argv, flags)
+            assert all(kw["strict"] is strict and kw["mimic"] is mimic for _, kw in calls), (argv, flags, calls)
+    capsys.readouterr()
+
+
+def test_mimic_end_to_end(tmp_path):
+    """--mimic: the mimicking joint has no coordinate of its own (info), and verify compares the
+    module with Pinocchio's mimic=True model (for what Pinocchio computes with mimic joints)."""
+    urdf = tmp_path / "gripper.urdf"
+    urdf.write_text(f"""<robot name="gripper">
+  <link name="base"/>
+  <link name="palm">{_inertial(1.0, 0.1)}</link>
+  <link name="left">{_inertial(0.2, 0.05)}</link>
+  <link name="right">{_inertial(0.2, 0.05)}</link>
+  <joint name="wrist" type="revolute"><parent link="base"/><child link="palm"/><axis xyz="0 0 1"/>{LIMIT}</joint>
+  <joint name="left_finger" type="prismatic"><parent link="palm"/><child link="left"/>
+    <origin xyz="0 0.05 0.2"/><axis xyz="0 1 0"/>{LIMIT}</joint>
+  <joint name="right_finger" type="prismatic"><parent link="palm"/><child link="right"/>
+    <origin xyz="0 -0.05 0.2"/><axis xyz="0 -1 0"/>{LIMIT}
+    <mimic joint="left_finger" multiplier="1.5" offset="0.01"/></joint>
+</robot>
+""")
+    plain = run_cli("info", urdf)
+    assert plain.returncode == 0 and "nq=3 nv=3" in plain.stdout.splitlines()[0], plain.stdout + plain.stderr
+    assert "<mimic> is ignored" in plain.stderr
+    info = run_cli("info", urdf, "--mimic")
+    assert info.returncode == 0, info.stderr
+    assert info.stderr == ""
+    assert "nq=2 nv=2" in info.stdout.splitlines()[0]
+    right = next(line for line in info.stdout.splitlines() if line.strip().startswith("right_finger "))
+    assert right.split()[-4:] == ["1", "0", "1", "0"], right
+
+    verify = run_cli("verify", urdf, "-o", tmp_path / "out", "--mimic", "--algorithms", "rnea,crba,aba",
+                     "--states", 3)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    reference, pinocchio, other = verify_tables(verify.stdout)
+    assert {"rnea", "crba", "aba"} <= set(reference) and all(s == "ok" for _, s in reference.values())
+    assert {"rnea", "crba"} <= set(pinocchio) and all(s == "ok" for _, s in pinocchio.values()), pinocchio
+    # Pinocchio 4.1's aba refuses mimic joints: said in one line instead of compared
+    assert set(pinocchio) == {"rnea", "crba", "aba"} or other == [
+        "Pinocchio cannot compute aba for this model (This algorithm does not support Joint Mimic type in the model): "
+        "not compared"], other

@@ -279,7 +279,7 @@ def _check_inertias(invalid, strict):
     if strict:
         raise URDFError(f"{problem}; fix the tensor (principal moments >= 0, each at most the sum of the other two)")
     also = f"; so are the inertias of links {_listed([name for name, _ in invalid[1:]])}" if len(invalid) > 1 else ""
-    warnings.warn(f"{problem}{also}; loaded as given, as Pinocchio does (strict=True refuses it)",
+    warnings.warn(f"{problem}{also}; loaded as given, as Pinocchio does (strict=True or --strict refuses it)",
                   InertiaWarning, stacklevel=4)
 
 

@@ -1,12 +1,26 @@
-"""Conversions to Pinocchio, the outside oracle (used by `rbdgen verify` and the tests)."""
+"""Conversions to Pinocchio, the outside oracle (used by `rbdgen verify`, `rbdgen bench` and the tests)."""
+
+import contextlib
+import os
+import sys
+import tempfile
 
 import numpy as np
 
+from ..errors import RbdgenError
+
+
+class PinocchioRefused(RbdgenError):
+    """Pinocchio cannot load a URDF that rbdgen loads (say, a revolute joint without <limit>)."""
+
 
 def to_pinocchio_q(model, q):
-    """rbdgen q -> Pinocchio q: a continuous joint's angle becomes (cos, sin); planar likewise."""
+    """rbdgen q -> Pinocchio q: a continuous joint's angle becomes (cos, sin); planar likewise.
+    A joint without coordinates of its own (a mimic joint) adds nothing, as in Pinocchio."""
     out = []
     for joint in model.joints:
+        if joint.nq == 0:
+            continue
         x = q[joint.idx_q:joint.idx_q + joint.nq]
         if joint.type == "continuous":
             out += [np.cos(x[0]), np.sin(x[0])]
@@ -17,9 +31,44 @@ def to_pinocchio_q(model, q):
     return np.array(out)
 
 
-def pinocchio_model(urdf_path, floating_base):
-    """Pinocchio's model of the same URDF (free-flyer root when `floating_base`)."""
+def pinocchio_model(urdf_path, floating_base, mimic=False):
+    """Pinocchio's model of the same URDF (free-flyer root when `floating_base`; mimic joints
+    as JointModelMimic when `mimic`). PinocchioRefused (one line, with urdfdom's reason) when
+    Pinocchio cannot load the file."""
     import pinocchio as pin
-    if floating_base:
-        return pin.buildModelFromUrdf(str(urdf_path), pin.JointModelFreeFlyer())
-    return pin.buildModelFromUrdf(str(urdf_path))
+    args = [str(urdf_path)] + ([pin.JointModelFreeFlyer()] if floating_base else [])
+    with _fd2_captured() as captured:
+        try:
+            return pin.buildModelFromUrdf(*args, mimic=bool(mimic))
+        # Boost.Python turns std::invalid_argument into ValueError, other std exceptions into RuntimeError
+        except (ValueError, RuntimeError, IndexError) as exc:
+            failure = exc
+    raise PinocchioRefused(f"Pinocchio cannot load {urdf_path} ({_reason(captured, failure)})") from None
+
+
+def _reason(captured, exc):
+    """urdfdom's first "Error: ..." line (it says what is wrong), else Pinocchio's message."""
+    for line in "".join(captured).splitlines():
+        if line.strip().startswith("Error:"):
+            return line.strip()[len("Error:"):].strip()
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _fd2_captured():
+    """Collect what C++ code writes to file descriptor 2 (urdfdom prints its parse errors there,
+    several lines each) instead of letting it reach the terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    captured = []
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield captured
+            finally:
+                os.dup2(saved, 2)
+                sink.seek(0)
+                captured.append(sink.read().decode(errors="replace"))
+    finally:
+        os.close(saved)
