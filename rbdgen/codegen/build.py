@@ -19,7 +19,8 @@ import time
 
 from .. import __version__
 from ..algorithms import contact as contact_algorithms
-from ..errors import BuildError, CodegenError
+from ..algorithms import constrained
+from ..errors import BuildError, CodegenError, ModelError
 from ..model.urdf import load_urdf
 from . import cache
 from . import functions as fn_table
@@ -74,7 +75,7 @@ def generate_program(model, spec, cse=True, body=None):
     return optimize(program, cse=cse)
 
 
-def _metadata(model, module, extension, datas, key, options, source, frames):
+def _metadata(model, module, extension, datas, key, options, source, frames, contacts):
     from ..algorithms.frames import placement_entries
     return {
         "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
@@ -88,6 +89,7 @@ def _metadata(model, module, extension, datas, key, options, source, frames):
         # each frame's body (-1: the world) and placement on it (body -> frame: E row-major, then r)
         "frames": {f.name: {"body": f.body, "placement": [float(x) for x in placement_entries(f.placement)]}
                    for f in frames},
+        "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
                                   "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"]}
                       for d in datas},
@@ -144,12 +146,17 @@ def _importable_elsewhere(name):
 
 
 def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
-                verify=True, progress=_noop, source=None, frames=None):
+                verify=True, progress=_noop, source=None, frames=None, contacts=None):
     """Generate, compile, verify and load the module for `model`; reuse it when nothing
     changed (the rules are in codegen/cache.py). frames: the names of the frames the module
-    serves (None: every frame of the model)."""
+    serves (None: every frame of the model); contacts: the contacts declared at build time,
+    as "FRAME:6d", "FRAME:3d@x,y,z", "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
     module = module_name(name or model.name)
-    specs = fn_table.select(algorithms, model)
+    try:
+        declared = constrained.parse_contacts(model, contacts or ())
+    except ModelError as exc:
+        raise CodegenError(str(exc)) from None
+    specs = fn_table.select(algorithms, model, declared)
     chosen = select_frames(model, frames)
     if algorithms is None and model.massless_joints():
         progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
@@ -159,7 +166,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
         progress(f"left out {', '.join(costly)} (nv = {model.full.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as "
                  "nv^3); name it in --algorithms to build it")
     options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse),
-               "frames": None if frames is None else [f.name for f in chosen]}
+               "frames": None if frames is None else [f.name for f in chosen],
+               "contacts": [c.describe() for c in declared]}
     flags = compile_flags(native)
     key = cache.build_key(model_fingerprint(model), options, __version__, code_fingerprint(), flags=flags)
     _make_output_folder(out_dir)
@@ -180,7 +188,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             progress(f"{module}: rebuilding ({problem})")
         _replacing_another_robot(target, model, progress)
         with cache.workspace(out_dir, module) as work:
-            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen)
+            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen, declared)
             report = None
             if verify:
                 report = _verify(work, model, module, progress)
@@ -231,7 +239,7 @@ def compile_flags(native):
     return OPT_FLAGS + (["-march=native"] if native else [])
 
 
-def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames):
+def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames, contacts):
     """Generate, render and compile every function (in parallel processes), then link.
 
     Every file is named rbdgen_<module>_*, so no robot name can shadow a system header."""
@@ -245,7 +253,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     with open(batch_source, "w") as f:
         f.write(render_batch(module, header, signatures))
     bodies = sorted({f.body for f in frames})
-    jobs = [(model, module, spec.name, cse, work, header, flags, bodies) for spec in specs]
+    jobs = [(model, module, spec.name, cse, work, header, flags, bodies, contacts) for spec in specs]
     # The costliest functions first, so the workers finish together.
     jobs.sort(key=lambda job: -_COST.get(job[2], 1))
     results = {}
@@ -270,7 +278,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(_metadata(model, module, extension, datas, key, options, source, frames), f, indent=1)
+        json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(render_calls(module, header, signatures))
     t0 = time.perf_counter()
@@ -284,10 +292,10 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
 _COST = {"aba_fext": 10, "aba": 10, "rnea_fext": 5, "rnea": 5, "nle": 5, "crba": 4, "kinetic_energy": 2}
 
 
-def _generate_function(model, module, name, cse, work, header, flags, bodies):
+def _generate_function(model, module, name, cse, work, header, flags, bodies, contacts):
     """One function: symbolic run, optimization, C file, object file (in a worker process).
     A function of a frame gets one program for each body that carries frames."""
-    spec = fn_table.BY_NAME[name]
+    spec = fn_table.lookup(name, contacts)
     t0 = time.perf_counter()
     programs = [(body, generate_program(model, spec, cse, body)) for body in bodies] if spec.per_body else \
         [(None, generate_program(model, spec, cse))]
@@ -352,20 +360,21 @@ def _cffi_extension(work, extension, header, objects, calls, entry_points):
 
 
 def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
-          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None):
+          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None, contacts=None):
     """Build (or reuse) the module for a URDF and load it. See the README for its functions.
 
     strict: an invalid inertia is an error instead of a warning; mimic: <mimic> joints follow
     their master (Pinocchio's mimic=True model) instead of moving freely; frames: the names of
-    the frames the module serves (None: all)."""
+    the frames the module serves (None: all); contacts: contacts declared at build time
+    ("l_sole:6d", "FL_FOOT:3d", ...; see build_model)."""
     t0 = time.perf_counter()
-    fn_table.select(algorithms)  # unknown names fail before any work
+    fn_table.check_names(algorithms)  # unknown names fail before any work
     model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
                   "floating_base": bool(floating_base), "mimic": bool(mimic)}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
-    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames)
+    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts)
 
 
 def build_info(key, nq, nv, nfunctions):

@@ -10,7 +10,7 @@ maps it to the model's own coordinates otherwise; sizes are the model's (nq, nv)
 from dataclasses import dataclass
 from typing import Callable
 
-from ..algorithms import kinematics, mimic
+from ..algorithms import constrained, kinematics, mimic
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..spatial import forces_from_rows
 
@@ -25,11 +25,14 @@ class FunctionSpec:
     scalar: bool = False     # the wrapper returns a float (energies)
     costly: bool = False     # output grows as nv^3: left out of default builds of big robots
     per_body: bool = False   # a function of a frame: run(model, ops, body, *inputs), one program per body
+    parts: Callable = None   # model -> ((name, shape), ...): the flat output is returned as these arrays
+    declared: bool = False   # of the contacts declared at build time: the public function also takes
+                             # call-time contacts, so the generated one is private (_declared_<name>)
 
 
 INPUT_SIZES = {
     "q": lambda m: m.nq, "v": lambda m: m.nv, "a": lambda m: m.nv, "tau": lambda m: m.nv,
-    "fext": lambda m: 6 * m.nbodies, "placement": lambda m: 12,
+    "fext": lambda m: 6 * m.nbodies, "placement": lambda m: 12, "damping": lambda m: 1, "restitution": lambda m: 1,
 }
 
 
@@ -133,8 +136,53 @@ def _frame_run(function, *extra):
 
 
 FUNCTIONS += _frame_functions()
+FUNCTIONS.append(FunctionSpec(
+    "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
+    "The equation of motion's terms (M, nle) in one program: the kinematics is computed once.",
+    parts=lambda m: (("M", (m.nv, m.nv)), ("nle", (m.nv,)))))
 
 BY_NAME = {f.name: f for f in FUNCTIONS}
+
+
+def contact_functions(contacts):
+    """The functions of the contacts declared at build time (rbdgen.algorithms.constrained):
+    their Jacobian G and drift gamma, dynamics, impacts, contact-space inertia, and the
+    equation of motion with them, each one straight-line program."""
+    contacts = tuple(contacts)
+    m = sum(c.rows for c in contacts)
+    outcome = lambda first: lambda model: ((first, (model.nv,)), ("multipliers", (m,)), ("pivots", (m,)))
+    return [
+        FunctionSpec("contact_jacobian", ("q",), lambda model: (m, model.nv),
+                     lambda model, ops, q: constrained.constraint_rows(model, ops, contacts, q),
+                     "The declared contacts' Jacobian G, rows in each contact frame's axes."),
+        FunctionSpec("contact_gamma", ("q", "v"), lambda model: (m,),
+                     lambda model, ops, q, v: constrained.constraint_drift(model, ops, contacts, q, v),
+                     "gamma = -G-dot v of the declared contacts: G q-ddot = gamma keeps them still."),
+        FunctionSpec("contact_dynamics", ("q", "v", "tau", "damping"), lambda model: (model.nv + 2 * m,),
+                     lambda model, ops, q, v, tau, d: constrained.contact_dynamics(model, ops, contacts, q, v, tau, d),
+                     "Forward dynamics with the declared contacts held (seed 000 eq. 7): q-ddot, multipliers, "
+                     "and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
+                     parts=outcome("qdd"), declared=True),
+        FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
+                     lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
+                     "Velocity after an impact on the declared contacts (seed 000 eq. 10): v+, impulses, pivots.",
+                     parts=outcome("v_plus"), declared=True),
+        FunctionSpec("contact_inertia", ("q",), lambda model: (m, m),
+                     lambda model, ops, q: constrained.contact_inertia(model, ops, contacts, q),
+                     "The declared contacts' inverse inertia G M^-1 G^T.", declared=True),
+        FunctionSpec("contact_eom", ("q", "v"), lambda model: (model.nv * model.nv + model.nv + m * model.nv + m,),
+                     lambda model, ops, q, v: constrained.contact_eom(model, ops, contacts, q, v),
+                     "M, nle, G and gamma of the declared contacts in one program.",
+                     parts=lambda model: (("M", (model.nv, model.nv)), ("nle", (model.nv,)), ("G", (m, model.nv)),
+                                          ("gamma", (m,)))),
+    ]
+
+
+def lookup(name, contacts=()):
+    """The spec of a function a module may have (those of contacts need the contacts)."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    return {spec.name: spec for spec in contact_functions(contacts)}[name]
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 
 
@@ -144,20 +192,36 @@ NEED_INVERTIBLE_M = ("aba", "aba_fext", "minv", "minv_times", "fd_crba")
 COSTLY_MAX_NV = 24
 
 
-def select(names=None, model=None):
+def select(names=None, model=None, contacts=()):
     """The specs for `names` (the defaults for `model` when None); unknown names raise a
-    one-line error.
+    one-line error. With declared contacts, their functions are among the defaults.
 
     By default, forward dynamics is left out of a model whose M is singular (a joint that
     moves no mass: there is nothing finite to compute), and the costly functions out of a
     model whose tree has more than COSTLY_MAX_NV velocity coordinates. Naming them builds them.
     """
     from ..errors import CodegenError
+    table = FUNCTIONS + (contact_functions(contacts) if contacts else [])
+    singular = model is not None and model.massless_joints()
     if names is None:
-        singular = model is not None and model.massless_joints()
         big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
-        return [f for f in FUNCTIONS if not (singular and f.name in NEED_INVERTIBLE_M) and not (big and f.costly)]
-    unknown = [n for n in names if n not in BY_NAME]
+        return [f for f in table if not (singular and (f.name in NEED_INVERTIBLE_M or f.declared))
+                and not (big and f.costly)]
+    known = [f.name for f in table]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise CodegenError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(DEFAULT)}")
-    return [BY_NAME[n] for n in DEFAULT if n in names]
+        needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else ""
+        raise CodegenError(f"unknown algorithm {unknown[0]!r}{needs}; choose from {', '.join(known)}")
+    return [f for f in table if f.name in names]
+
+
+def check_names(names):
+    """Before a model is loaded: a one-line error for a name no build can have."""
+    from ..errors import CodegenError
+    for name in names or ():
+        if name not in BY_NAME and name not in CONTACT_NAMES:
+            raise CodegenError(f"unknown algorithm {name!r}; choose from {', '.join(DEFAULT + CONTACT_NAMES)}")
+
+
+CONTACT_NAMES = ("contact_jacobian", "contact_gamma", "contact_dynamics", "impulse_dynamics", "contact_inertia",
+                 "contact_eom")

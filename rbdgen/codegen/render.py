@@ -23,15 +23,28 @@ def signature(module, spec, model):
     size = 1
     for d in shape:
         size *= d
+    parts, start = [], 0
+    for part_name, part_shape in (spec.parts(model) if spec.parts else ()):
+        count = 1
+        for d in part_shape:
+            count *= d
+        parts.append((start, start + count, tuple(part_shape), part_name))
+        start += count
     return {
         "name": spec.name,
         "cname": f"rbdgen_{module}_{spec.name}",
+        "parts": [list(p) for p in parts],
+        "parts_text": repr(tuple(p[:3] for p in parts)),
+        "part_names": ", ".join(p[3] for p in parts),
         "doc": spec.doc.replace("*/", "* /"),
         # `batched`: a batch call advances it state by state (q, v, ...); the others
         # (a frame's placement) hold for every state of the batch
         "inputs": [{"name": name, "size": INPUT_SIZES[name](model), "batched": name not in SHARED_INPUTS}
                    for name in spec.inputs],
         "per_body": spec.per_body,
+        "declared": spec.declared,
+        # a direct C entry point (calls.c) takes it: vectors of states in, one array out
+        "direct": not (spec.per_body or spec.declared or spec.parts or any(n in SHARED_INPUTS for n in spec.inputs)),
         "shape": list(shape),
         "shape_text": repr(shape),
         "out_size": size,
@@ -40,7 +53,7 @@ def signature(module, spec, model):
 
 
 # Inputs that are parameters of a call rather than states: one value for a whole batch.
-SHARED_INPUTS = ("placement",)
+SHARED_INPUTS = ("placement", "damping", "restitution")
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function
@@ -143,7 +156,7 @@ def render_info(module, header, info):
 
 def render_calls(module, header, functions):
     # the direct entry points take the functions of states; a frame's goes through Python
-    direct = [fn for fn in functions if not fn["per_body"]]
+    direct = [fn for fn in functions if fn["direct"]]
     return template("calls.c.j2").render(version=__version__, module=module, header=header, functions=direct)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..algorithms import contact as _contact
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
+from ..errors import ModelError
 from ..spatial import forces_from_rows
 
 
@@ -104,7 +105,13 @@ def _call(algorithm, model, f_ext=None, **arrays):
 
 
 def _frame(model, frame):
-    return model.frame(frame) if isinstance(frame, str) else frame
+    """A frame given by name (ValueError for an unknown one: a bad argument) or as a Frame."""
+    if not isinstance(frame, str):
+        return frame
+    try:
+        return model.frame(frame)
+    except ModelError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def rnea(model, q, v, a, f_ext=None):

@@ -13,6 +13,7 @@ import functools
 
 import numpy as np
 
+from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
 from ..codegen import functions as fn_table
 from ..codegen.render import SHARED_INPUTS
@@ -40,7 +41,9 @@ def random_inputs(model, rng, batch):
     """Arrays of shape (batch, size) for every input name a generated function can take."""
     q, v, a = random_state(model, rng, batch)
     return {"q": q, "v": v, "a": a, "tau": rng.normal(size=(batch, model.nv)),
-            "fext": rng.normal(size=(batch, 6 * model.nbodies))}
+            "fext": rng.normal(size=(batch, 6 * model.nbodies)),
+            # damped: declared contacts that happen to be redundant still give numbers to compare
+            "damping": np.full((batch, 1), _DAMPING), "restitution": np.full((batch, 1), 0.5)}
 
 
 def reference_values(model, spec, inputs, body=None):
@@ -70,8 +73,9 @@ def _frames_to_check(module, model, rng):
 def generated_checks(module, model, inputs, rng):
     """(name, generated, reference) for every C function, batched and single."""
     frames = _frames_to_check(module, model, rng)
+    contacts = constrained.parse_contacts(model, getattr(module, "contacts", ()))
     for name in module.operation_counts:
-        spec = fn_table.BY_NAME[name]
+        spec = fn_table.lookup(name, contacts)
         if spec.per_body:
             for frame in frames:
                 placement = np.array(placement_entries(frame.placement), dtype=float)
@@ -81,18 +85,26 @@ def generated_checks(module, model, inputs, rng):
                 args = [placement if arg == "placement" else inputs[arg] for arg in spec.inputs]
                 yield from _calls(name, function, args, spec, expected)
         else:
-            expected = reference_values(model, spec, inputs)
-            yield from _calls(name, getattr(module, name), [inputs[arg] for arg in spec.inputs], spec, expected)
+            function = getattr(module, ("_declared_" if spec.declared else "") + name)
+            args = [inputs[arg][0] if arg in SHARED_INPUTS else inputs[arg] for arg in spec.inputs]
+            yield from _calls(name, function, args, spec, reference_values(model, spec, inputs))
 
 
 def _calls(name, function, args, spec, expected):
     """The function called on the batch, then on its first states one at a time."""
-    batched = np.asarray(function(*args), dtype=float)
-    yield name, batched.reshape(expected.shape), expected
+    yield name, _flat(function(*args), expected.shape), expected
     shared = [arg in SHARED_INPUTS for arg in spec.inputs]
     for k in range(min(SINGLE_CALLS, expected.shape[0])):
-        single = np.asarray(function(*[x if s else x[k] for x, s in zip(args, shared)]), dtype=float)
-        yield name, single.reshape(expected.shape[1:]), expected[k]
+        single = function(*[x if s else x[k] for x, s in zip(args, shared)])
+        yield name, _flat(single, expected.shape[1:]), expected[k]
+
+
+def _flat(result, shape):
+    """A function's result as one array of `shape` (a tuple of parts is concatenated)."""
+    if isinstance(result, tuple):
+        lead = len(shape) - 1
+        result = np.concatenate([np.reshape(p, np.shape(p)[:lead] + (-1,)) for p in result], axis=-1)
+    return np.asarray(result, dtype=float).reshape(shape)
 
 
 def task_space_checks(module, model, inputs, rng):
@@ -118,15 +130,16 @@ def task_space_checks(module, model, inputs, rng):
     # One 3-D contact on the deepest moving body, damped: a robot that cannot move the point in
     # every direction makes the exact solve singular, and the check is of the assembly anyway.
     moving = [f for f in frames if f.body >= 0]
-    if moving and "contact_dynamics" in have:
+    if moving and "point_gamma" in have and {"minv", "nle"} <= set(module.operation_counts):
         contacts = [(max(moving, key=lambda f: len(model.support(f.body))).name, point, None)]
-        yield "contact_dynamics", np.concatenate(module.contact_dynamics(q, v, tau, contacts, damping=_DAMPING)), \
+        yield "contact_dynamics (call-time contacts)", \
+            np.concatenate(module.contact_dynamics(q, v, tau, contacts, damping=_DAMPING)), \
             np.concatenate(reference.contact_dynamics(model, q, v, tau, contacts, damping=_DAMPING))
-        if "impulse_dynamics" in have:
-            yield "impulse_dynamics", np.concatenate(module.impulse_dynamics(q, v, contacts, 0.5, damping=_DAMPING)), \
-                np.concatenate(reference.impulse_dynamics(model, q, v, contacts, 0.5, damping=_DAMPING))
-        if "contact_inertia" in have:
-            yield "contact_inertia", module.contact_inertia(q, contacts), reference.contact_inertia(model, q, contacts)
+        yield "impulse_dynamics (call-time contacts)", \
+            np.concatenate(module.impulse_dynamics(q, v, contacts, 0.5, damping=_DAMPING)), \
+            np.concatenate(reference.impulse_dynamics(model, q, v, contacts, 0.5, damping=_DAMPING))
+        yield "contact_inertia (call-time contacts)", module.contact_inertia(q, contacts), \
+            reference.contact_inertia(model, q, contacts)
 
 
 def verify_module(module, model, states=16, seed=0, rel_tol=1e-10):
