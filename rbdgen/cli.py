@@ -65,6 +65,7 @@ def _build(args, urdf):
     return build(urdf, out_dir=args.output, floating_base=args.floating_base, name=getattr(args, "name", None),
                  algorithms=_algorithms(getattr(args, "algorithms", None)),
                  native=not getattr(args, "no_native", False), strict=args.strict, mimic=args.mimic,
+                 frames=_algorithms(getattr(args, "frames", None)), contacts=getattr(args, "contact", None) or None,
                  progress=_progress(time.perf_counter()))
 
 
@@ -235,6 +236,12 @@ def main(argv=None):
     model_options(p)
     p.add_argument("--algorithms", help="comma-separated functions to generate (default: all)")
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
+    p.add_argument("--frames", help="comma-separated frames the module serves (default: every link and fixed frame)")
+    p.add_argument("--contact", action="append", metavar="FRAME[:6d|:3d|:1d][@x,y,z][/nx,ny,nz]",
+                   help="a contact declared at build time (repeat for several): 6d holds the frame, 3d a point "
+                        "(offset @x,y,z in frame coordinates), 1d a point along a normal in frame axes (default +z); "
+                        "the module gets contact_jacobian, contact_gamma, contact_dynamics, impulse_dynamics, "
+                        "contact_inertia and contact_eom for them")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("info", help="print the kinematic tree, joints and their q/v indices")
