@@ -9,6 +9,14 @@ the median per call over --rounds rounds is reported. Besides the public wrapper
 the wrapper with a preallocated `out=` and the bare cffi call through `module._lib` with
 preallocated buffers (the floor of any Python call into the module).
 
+The module is built with the robot's declared contacts (common.CONTACTS, as bench_c.py), and
+two task-space calls are compared as well: `module.frame_jacobian(q, frame)` (the first
+contact's frame) against `pinocchio.computeFrameJacobian(..., LOCAL_WORLD_ALIGNED)`, and
+`module.contact_dynamics(q, v, tau)` against `pinocchio.constraintDynamics` with the same
+contacts (exact ProximalSettings). Then batches: `module.frame_jacobian(Q, frame, out=...,
+threads=1)` and `module.contact_dynamics(Q, V, TAU, out=..., threads=1)` on --batch states
+(default 10 000), ns per state.
+
     python benchmarks/bench_python.py ur5 panda
     python benchmarks/bench_python.py panda --c-json c.json   # adds bench_c.py's C times
 
@@ -30,7 +38,8 @@ import warnings
 import numpy as np
 
 import rbdgen
-from common import log, robot_parser, robot_spec
+from common import log, robot_contacts, robot_parser, robot_spec
+from rbdgen.algorithms.constrained import parse_contacts
 from rbdgen.runtime.pinocchio_bridge import pinocchio_model, to_pinocchio_q
 from rbdgen.runtime.states import random_state
 
@@ -38,9 +47,11 @@ warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda")
 K = 64
 TARGET = 0.7     # ours / Pinocchio, per call from Python
+TARGETS = {"frame_jacobian": 0.7, "contact_dynamics": 0.5}   # issue 8; the rest: TARGET
 FUNCTIONS = ("rnea", "nle", "crba", "aba", "gravity")
 INPUTS = {"rnea": ("q", "v", "a"), "nle": ("q", "v"), "crba": ("q",), "aba": ("q", "v", "tau"),
           "gravity": ("q",)}
+BATCH_ROUNDS = 7  # batch calls timed, median
 
 
 
@@ -70,10 +81,48 @@ def loop_overhead(args_list, calls):
     return min(block(nothing, args_list, calls) for _ in range(5))
 
 
+def timed(variants, rounds, calls):
+    """Per-call ns of each (key, fn, args_list): one warm-up block each, then `rounds` rounds
+    of one block each, in an order reversed every round. {key: [ns per round]}."""
+    for _, f_, a_ in variants:
+        block(f_, a_, 200)
+    times = {key: [] for key, _, _ in variants}
+    for r in range(rounds):
+        for key, f_, a_ in (variants[::-1] if r % 2 else variants):
+            times[key].append(block(f_, a_, calls))
+    return times
+
+
+def make_row(function, c_function, times, c_times):
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"function": function, "c_function": c_function, "ours_ns": med["ours"], "ours_out_ns": med["ours_out"],
+            "cffi_ns": med["cffi"], "pinocchio_ns": med["pinocchio"], "ratio": med["ours"] / med["pinocchio"],
+            "target": TARGETS.get(function, TARGET), "c_ns": (c_times or {}).get(c_function), "runs": times}
+
+
+def pinocchio_contacts(pin, pmodel, contacts):
+    """Pinocchio's rigid constraints for our declared contacts (LOCAL, at the frame's placement
+    composed with the contact point), as tests/test_contacts.py sets them up; None when one is
+    1d (Pinocchio's constraintDynamics has no such contact)."""
+    if any(c.kind not in ("3d", "6d") for c in contacts):
+        return None
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in contacts:
+        f = pmodel.frames[pmodel.getFrameId(c.frame)]
+        kind = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
+        cm = pin.RigidConstraintModel(kind, pmodel, f.parentJoint, f.placement * pin.SE3(np.eye(3), np.array(c.point)),
+                                      pin.LOCAL)
+        models.append(cm)
+        datas.append(cm.createData())
+    return models, datas
+
+
 def bench_robot(name, urdf, floating, args, c_times):
     import pinocchio as pin
-    log(f"== {name}: building (or reusing) the module in {args.out} ...")
-    module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating)
+    contacts, frame = robot_contacts(name, args)
+    log(f"== {name}: building (or reusing) the module in {args.out}"
+        f"{' with contacts ' + ' '.join(contacts) if contacts else ''} ...")
+    module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating, contacts=list(contacts) or None)
     model = rbdgen.load_urdf(urdf, floating_base=floating)
     pmodel = pinocchio_model(urdf, floating)
     pdata = pmodel.createData()
@@ -89,7 +138,9 @@ def bench_robot(name, urdf, floating, args, c_times):
 
     ffi, lib = module._ffi, module._lib
     with open(os.path.join(os.path.dirname(module.__file__), "model.json"), encoding="utf-8") as f:
-        meta_module = json.load(f)["module"]
+        meta = json.load(f)
+    prefix = f"rbdgen_{meta['module']}_"
+    buf = functools.partial(ffi.from_buffer, "double[]")
     # Call Pinocchio's bound functions directly (no lambda) so its Python overhead is not inflated.
     pin_direct = {"rnea": pin.rnea, "nle": pin.nonLinearEffects, "crba": pin.crba, "aba": pin.aba,
                   "gravity": pin.computeGeneralizedGravity}
@@ -100,46 +151,128 @@ def bench_robot(name, urdf, floating, args, c_times):
         ours = getattr(module, fn)
         out = np.empty((model.nv, model.nv) if fn == "crba" else (model.nv,))
         ours_args = [tuple(st[n] for n in names) for st in states]
-        ours_out = functools.partial(ours, out=out)
-        cfn = getattr(lib, f"rbdgen_{meta_module}_{fn}")
-        pout = ffi.from_buffer("double[]", out)
-        raw_args = [tuple(ffi.from_buffer("double[]", st[n]) for n in names) + (pout,) for st in states]
+        pout = buf(out)
+        raw_args = [tuple(buf(st[n]) for n in names) + (pout,) for st in states]
         pin_args = [(pmodel, pdata) + tuple(st["pq"] if n == "q" else st[n] for n in names) for st in states]
-        pfn = pin_direct[fn]
-        # warm-up
-        for f_, a_ in ((ours, ours_args), (ours_out, ours_args), (cfn, raw_args), (pfn, pin_args)):
-            block(f_, a_, 200)
-        times = {"ours": [], "ours_out": [], "cffi": [], "pinocchio": []}
-        for r in range(args.rounds):
-            order = [("ours", ours, ours_args), ("ours_out", ours_out, ours_args),
-                     ("cffi", cfn, raw_args), ("pinocchio", pfn, pin_args)]
-            if r % 2:
-                order.reverse()
-            for key, f_, a_ in order:
-                times[key].append(block(f_, a_, args.calls))
-        med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append({"function": fn, "ours_ns": med["ours"], "ours_out_ns": med["ours_out"],
-                     "cffi_ns": med["cffi"], "pinocchio_ns": med["pinocchio"],
-                     "ratio": med["ours"] / med["pinocchio"],
-                     "c_ns": (c_times or {}).get(fn), "runs": times})
-    return {"robot": name, "nq": module.nq, "nv": module.nv, "floating_base": floating, "calls": args.calls,
-            "rounds": args.rounds, "loop_ns": loop_overhead([(st["q"],) for st in states], args.calls),
-            "rows": rows}
+        times = timed([("ours", ours, ours_args), ("ours_out", functools.partial(ours, out=out), ours_args),
+                       ("cffi", getattr(lib, prefix + fn), raw_args), ("pinocchio", pin_direct[fn], pin_args)],
+                      args.rounds, args.calls)
+        rows.append(make_row(fn, fn, times, c_times))
+
+    batch = []
+    if frame is not None and hasattr(module, "frame_jacobian"):
+        rows.append(bench_frame_jacobian(pin, module, meta, pmodel, pdata, states, frame, args, c_times))
+        if args.batch > 0:
+            batch.append(bench_batch("frame_jacobian", "frame_jacobian_local_world_aligned",
+                                     lambda Q, V, T, out: module.frame_jacobian(Q, frame, out=out, threads=1),
+                                     (6, model.nv), states, args, c_times))
+    if contacts and "contact_dynamics" in module.operation_counts:
+        declared = parse_contacts(model, contacts)
+        pin_contacts = pinocchio_contacts(pin, pmodel, declared)
+        if pin_contacts is None:
+            log("   Pinocchio has no 1d contacts: contact_dynamics is not compared")
+        else:
+            rows.append(bench_contact_dynamics(pin, module, meta, pmodel, pdata, states, pin_contacts, args, c_times))
+        m = sum(c.rows for c in declared)
+        if args.batch > 0:
+            batch.append(bench_batch("contact_dynamics", "contact_dynamics",
+                                     lambda Q, V, T, out: module.contact_dynamics(Q, V, T, out=out, threads=1),
+                                     (model.nv + 2 * m,), states, args, c_times))
+    return {"robot": name, "nq": module.nq, "nv": module.nv, "floating_base": floating, "contacts": list(contacts),
+            "frame": frame, "calls": args.calls, "rounds": args.rounds,
+            "loop_ns": loop_overhead([(st["q"],) for st in states], args.calls), "rows": rows,
+            "batch": batch, "batch_size": args.batch}
+
+
+def bench_frame_jacobian(pin, module, meta, pmodel, pdata, states, frame, args, c_times):
+    """module.frame_jacobian(q, frame) against pinocchio.computeFrameJacobian(..., LOCAL_WORLD_ALIGNED)."""
+    ffi, lib = module._ffi, module._lib
+    cname = "frame_jacobian_local_world_aligned"
+    body, placement = meta["frames"][frame]["body"], np.array(meta["frames"][frame]["placement"])
+    fid = pmodel.getFrameId(frame)
+    s = states[0]
+    assert np.allclose(module.frame_jacobian(s["q"], frame),
+                       pin.computeFrameJacobian(pmodel, pdata, s["pq"], fid, pin.LOCAL_WORLD_ALIGNED))
+    J = np.empty((6, module.nv))
+    ours_args = [(st["q"], frame) for st in states]
+    pJ, pplacement = ffi.from_buffer("double[]", J), ffi.from_buffer("double[]", placement)
+    raw_args = [(body, ffi.from_buffer("double[]", st["q"]), pplacement, pJ) for st in states]
+    pin_args = [(pmodel, pdata, st["pq"], fid, pin.LOCAL_WORLD_ALIGNED) for st in states]
+    times = timed([("ours", module.frame_jacobian, ours_args),
+                   ("ours_out", functools.partial(module.frame_jacobian, out=J), ours_args),
+                   ("cffi", getattr(lib, f"rbdgen_{meta['module']}_{cname}"), raw_args),
+                   ("pinocchio", pin.computeFrameJacobian, pin_args)], args.rounds, args.calls)
+    return make_row("frame_jacobian", cname, times, c_times)
+
+
+def bench_contact_dynamics(pin, module, meta, pmodel, pdata, states, pin_contacts, args, c_times):
+    """module.contact_dynamics(q, v, tau) (declared contacts) against pinocchio.constraintDynamics
+    with the same contacts, exact solve (ProximalSettings(1e-12, mu = 0, 1 iteration), as pin_bench)."""
+    ffi, lib = module._ffi, module._lib
+    models, datas = pin_contacts
+    pin.initConstraintDynamics(pmodel, pdata, models, datas)
+    exact = pin.ProximalSettings(1e-12, 0.0, 1)
+    s = states[0]
+    qdd, _ = module.contact_dynamics(s["q"], s["v"], s["tau"])
+    assert np.allclose(qdd, pin.constraintDynamics(pmodel, pdata, s["pq"], s["v"], s["tau"], models, datas, exact))
+    flat = np.empty(tuple(meta["functions"]["contact_dynamics"]["shape"]))   # [q-ddot, lambda, pivots]
+    damping = np.zeros(1)
+    ours_args = [(st["q"], st["v"], st["tau"]) for st in states]
+    pflat, pdamping = ffi.from_buffer("double[]", flat), ffi.from_buffer("double[]", damping)
+    raw_args = [tuple(ffi.from_buffer("double[]", st[n]) for n in ("q", "v", "tau")) + (pdamping, pflat)
+                for st in states]
+    pin_args = [(pmodel, pdata, st["pq"], st["v"], st["tau"], models, datas, exact) for st in states]
+    times = timed([("ours", module.contact_dynamics, ours_args),
+                   ("ours_out", functools.partial(module.contact_dynamics, out=flat), ours_args),
+                   ("cffi", getattr(lib, f"rbdgen_{meta['module']}_contact_dynamics"), raw_args),
+                   ("pinocchio", pin.constraintDynamics, pin_args)], args.rounds, args.calls)
+    return make_row("contact_dynamics", "contact_dynamics", times, c_times)
+
+
+def bench_batch(function, c_function, call, shape, states, args, c_times):
+    """ns per state of call(Q, V, TAU, out) on --batch states (the 64 cycled), one thread:
+    median of BATCH_ROUNDS calls after one warm-up call (which also touches the output)."""
+    n = args.batch
+    pick = [states[i % K] for i in range(n)]
+    Q, V, TAU = (np.array([st[key] for st in pick]) for key in ("q", "v", "tau"))
+    out = np.empty((n,) + shape)
+    call(Q, V, TAU, out)
+    runs = []
+    for _ in range(BATCH_ROUNDS):
+        t0 = time.perf_counter_ns()
+        call(Q, V, TAU, out)
+        runs.append((time.perf_counter_ns() - t0) / n)
+    return {"function": function, "c_function": c_function, "batch": n, "threads": 1,
+            "ns_per_state": statistics.median(runs), "runs": runs, "c_ns": (c_times or {}).get(c_function)}
 
 
 def print_table(result):
     print(f"\n{result['robot']} (nq={result['nq']} nv={result['nv']}"
-          f"{', floating base' if result['floating_base'] else ''}; {result['calls']} calls per block, "
+          f"{', floating base' if result['floating_base'] else ''}"
+          f"{'; contacts ' + ' '.join(result['contacts']) if result['contacts'] else ''}"
+          f"{'; frame ' + result['frame'] if result['frame'] else ''}; {result['calls']} calls per block, "
           f"median of {result['rounds']} rounds; empty Python loop {result['loop_ns']:.0f} ns/iter)")
-    header = (f"{'function':<9} {'ours ns':>9} {'out= ns':>9} {'cffi ns':>9} {'C ns':>7} "
+    w = max(len(row["function"]) for row in result["rows"] + [{"function": "function"}])
+    header = (f"{'function':<{w}} {'ours ns':>9} {'out= ns':>9} {'cffi ns':>9} {'C ns':>7} "
               f"{'Pinocchio ns':>13} {'ours/pin':>9} {'target':>7}  met")
     print(header)
     print("-" * len(header))
     for row in result["rows"]:
         c = "-" if row["c_ns"] is None else f"{row['c_ns']:.0f}"
-        met = "yes" if row["ratio"] <= TARGET else "NO"
-        print(f"{row['function']:<9} {row['ours_ns']:>9.0f} {row['ours_out_ns']:>9.0f} {row['cffi_ns']:>9.0f} "
-              f"{c:>7} {row['pinocchio_ns']:>13.0f} {row['ratio']:>9.2f} {'<=' + str(TARGET):>7}  {met}")
+        met = "yes" if row["ratio"] <= row["target"] else "NO"
+        print(f"{row['function']:<{w}} {row['ours_ns']:>9.0f} {row['ours_out_ns']:>9.0f} {row['cffi_ns']:>9.0f} "
+              f"{c:>7} {row['pinocchio_ns']:>13.0f} {row['ratio']:>9.2f} {'<=' + str(row['target']):>7}  {met}")
+    if result["batch"]:
+        print(f"\nbatches of {result['batch_size']} states, threads=1, median of {BATCH_ROUNDS} calls")
+        per_call = {row["function"]: row["ours_ns"] for row in result["rows"]}
+        header = f"{'function':<{w}} {'ns/state':>9} {'per call ns':>12} {'C ns':>7}"
+        print(header)
+        print("-" * len(header))
+        for row in result["batch"]:
+            one = per_call.get(row["function"])
+            one = "-" if one is None else f"{one:.0f}"
+            c = "-" if row["c_ns"] is None else f"{row['c_ns']:.0f}"
+            print(f"{row['function']:<{w}} {row['ns_per_state']:>9.0f} {one:>12} {c:>7}")
     sys.stdout.flush()
 
 
@@ -147,6 +280,8 @@ def main(argv=None):
     parser = robot_parser(__doc__, DEFAULT_ROBOTS)
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed block (default: 2000)")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default: 31)")
+    parser.add_argument("--batch", type=int, default=10000,
+                        help="states per batch call (default: 10000; 0: no batches)")
     parser.add_argument("--c-json", help="bench_c.py --json output: adds its C ns/call column")
     parser.add_argument("--json", help="write every number to this JSON file")
     args = parser.parse_args(argv)

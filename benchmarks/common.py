@@ -21,8 +21,36 @@ def robot_spec(arg, floating_flag, script):
     return arg, examples.robot_path(arg), examples.ROBOTS[arg][1]
 
 
+# The contacts each benchmark declares at build time (rbdgen.build(contacts=...)); the first
+# one's frame is the frame whose functions (placement, Jacobian, ...) are timed. Robots given
+# as .urdf paths and the other example robots have none unless --contact names some.
+CONTACTS = {
+    "ur5": ("tool0:3d",),
+    "panda": ("panda_hand:3d",),
+    "solo12": ("FL_FOOT:3d", "FR_FOOT:3d", "HL_FOOT:3d", "HR_FOOT:3d"),
+    "talos": ("left_sole_link:6d", "right_sole_link:6d"),
+}
+
+
+def robot_contacts(name, args):
+    """(contacts to declare, benchmark frame or None) for a robot, from --contact / --no-contacts
+    (the frame stays the first contact's even with --no-contacts)."""
+    specs = tuple(args.contact) if args.contact else CONTACTS.get(name, ())
+    frame = split_contact(specs[0])[0] if specs else None
+    return (() if args.no_contacts else specs), frame
+
+
+def split_contact(spec):
+    """'FRAME[:KIND][@x,y,z][/nx,ny,nz]' -> (FRAME, KIND, whether it has a point offset or a normal),
+    as rbdgen.algorithms.constrained.parse_contact reads it (KIND 3d by default)."""
+    head = spec.split("/", 1)[0].split("@", 1)[0]
+    frame, _, kind = head.rpartition(":") if ":" in head else (head, "", "3d")
+    return frame, kind, head != spec
+
+
 def robot_parser(doc, default_robots):
-    """An argument parser with the robots, --out, --fresh, --seed and --floating-base options."""
+    """An argument parser with the robots, --out, --fresh, --seed, --floating-base, --contact and
+    --no-contacts options."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("robots", nargs="*", default=list(default_robots),
@@ -31,6 +59,12 @@ def robot_parser(doc, default_robots):
     parser.add_argument("--fresh", action="store_true", help="build into a new temporary folder instead of --out")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
     parser.add_argument("--floating-base", action="store_true", help="for robots given as .urdf paths")
+    parser.add_argument("--contact", action="append", metavar="FRAME:KIND",
+                        help="a contact declared at build time, for every robot given (repeat it; as rbdgen build "
+                             "--contact; default: per robot, see common.CONTACTS); the first one's frame is the "
+                             "benchmark frame")
+    parser.add_argument("--no-contacts", action="store_true",
+                        help="build without declared contacts (the contact functions are not timed)")
     return parser
 
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .errors import RbdgenError
-from .runtime.pinocchio_bridge import PinocchioRefused, pinocchio_model, to_pinocchio_q
+from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
 from .runtime.states import random_state
 
 ROUNDS = 5
@@ -127,17 +127,11 @@ def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print, mimi
 def _pinocchio(urdf, floating, model, mimic):
     """((Pinocchio model, data), []), or (None, [a line saying why there are no Pinocchio columns])."""
     try:
-        import pinocchio  # noqa: F401
-    except ImportError:
-        return None, ["Pinocchio is not installed: no Pinocchio columns"]
-    try:
-        pm = pinocchio_model(urdf, floating, mimic=mimic)
-    except PinocchioRefused as exc:
+        pm, why = comparable_model(urdf, floating, model, mimic)
+    except PinocchioDisagrees as exc:
         return None, [f"{exc}: no Pinocchio columns"]
-    nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
-    if (pm.nq, pm.nv) != (nq, model.nv):
-        return None, [f"Pinocchio's model of {urdf} has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}: "
-                      "no Pinocchio columns"]
+    if pm is None:
+        return None, [f"{why}: no Pinocchio columns"]
     return (pm, pm.createData()), []
 
 

@@ -156,21 +156,16 @@ def _verify_pinocchio(module, model, urdf, floating, mimic, args):
     """(worst errors against Pinocchio for rnea, crba, aba (those the module has and Pinocchio
     computes for this model), lines to print); no errors (None) when Pinocchio is not
     installed or refuses the URDF."""
-    try:
-        import pinocchio as pin
-    except ImportError:
-        return None, ["Pinocchio is not installed: compared with the reference only"]
     import numpy as np
-    from .runtime.pinocchio_bridge import PinocchioRefused, pinocchio_model, to_pinocchio_q
+    from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
     from .runtime.states import random_state
     try:
-        pm = pinocchio_model(urdf, floating, mimic=mimic)
-    except PinocchioRefused as exc:
-        return None, [f"{exc}: compared with the reference only"]
-    nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
-    if (pm.nq, pm.nv) != (nq, model.nv):
-        # not a reason to skip Pinocchio: the two disagree on the robot itself
-        return {"model": float("inf")}, [f"Pinocchio's model has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}"]
+        pm, why = comparable_model(urdf, floating, model, mimic)
+    except PinocchioDisagrees as exc:   # not a reason to skip Pinocchio: the two disagree on the robot itself
+        return {"model": float("inf")}, [str(exc)]
+    if pm is None:
+        return None, [f"{why}: compared with the reference only"]
+    import pinocchio as pin
     pd = pm.createData()
     rng = np.random.default_rng(args.seed)
     worst, notes = {}, []

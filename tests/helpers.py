@@ -57,3 +57,13 @@ def write_urdf(folder, text, filename="robot.urdf"):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def pin_fext(f_ext):
+    """rbdgen f_ext (njoints, 6) -> Pinocchio's list of Forces, one per joint including the universe."""
+    import pinocchio as pin
+    forces = pin.StdVec_Force()
+    forces.append(pin.Force.Zero())
+    for row in f_ext:
+        forces.append(pin.Force(row[:3], row[3:]))
+    return forces

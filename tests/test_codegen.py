@@ -31,8 +31,9 @@ SEEDS = (0, 1, 2)
 
 # Functions every default build has (rnea_fext / aba_fext back rnea / aba with f_ext); the
 # generator may add more, these tests compare these.
+FRAME_JACOBIANS = ("frame_jacobian_local", "frame_jacobian_world", "frame_jacobian_local_world_aligned")
 ALL_FUNCTIONS = ("rnea", "rnea_fext", "nle", "gravity", "crba", "aba", "aba_fext", "placements", "jacobians",
-                 "com", "kinetic_energy", "potential_energy")
+                 "com", "kinetic_energy", "potential_energy", "frame_placement") + FRAME_JACOBIANS
 
 ROBOT_NAMES = ["ur5", "panda", "allegro", "solo12", "anymal", "talos"]
 # The robots are built with the functions compared here: the generator's further functions
@@ -41,7 +42,7 @@ ROBOT_NAMES = ["ur5", "panda", "allegro", "solo12", "anymal", "talos"]
 # (except for Talos, whose full build takes minutes: it gets the list below).
 FULL_BUILDS = os.environ.get("RBDGEN_TEST_FULL_BUILDS") == "1"
 TALOS_ALGORITHMS = ["rnea", "nle", "gravity", "crba", "aba", "placements", "jacobians", "com", "kinetic_energy",
-                    "potential_energy"]
+                    "potential_energy", "frame_placement", "frame_jacobian_local_world_aligned"]
 
 
 def build_algorithms(name):
@@ -164,15 +165,15 @@ def compare_with_reference(module, model, seeds=SEEDS, jacobian_frames=None):
             assert_close(f"{tag} aba", module.aba(q, v, a), ref.aba(model, q, v, a), TOL)
         if "aba_fext" in have:
             assert_close(f"{tag} aba f_ext", module.aba(q, v, a, f_ext), ref.aba(model, q, v, a, f_ext), TOL)
-        if "placements" in have:
+        if "frame_placement" in have:
             for frame in model.frames:
                 R, p = module.frame_placement(q, frame.name)
                 R_ref, p_ref = ref.frame_placement(model, q, frame)
                 assert_close(f"{tag} frame_placement({frame.name!r}) R", R, R_ref, TOL)
                 assert_close(f"{tag} frame_placement({frame.name!r}) p", p, p_ref, TOL)
-        if "placements" in have and "jacobians" in have:
-            for name in frames:
-                for reference in ("local", "world", "local_world_aligned"):
+        for name in frames:
+            for reference in ("local", "world", "local_world_aligned"):
+                if f"frame_jacobian_{reference}" in have:
                     assert_close(f"{tag} frame_jacobian({name!r}, {reference})",
                                  module.frame_jacobian(q, name, reference),
                                  ref.frame_jacobian(model, q, name, reference), TOL)
@@ -331,7 +332,8 @@ def test_concurrent_builds_leave_one_intact_module(tmp_path):
 
 # ----------------------------------------------------------------------------- sanitizer -----
 
-SANITIZER_ALGORITHMS = ["rnea", "crba", "placements", "jacobians", "kinetic_energy"]
+SANITIZER_ALGORITHMS = ["rnea", "crba", "placements", "jacobians", "kinetic_energy", "frame_placement",
+                        "frame_jacobian_local"]
 NASTY_NAMES = [
     'x*/ system("rm -rf ~"); /*',
     "it's a \"quoted\" \\ name */ #include <stdio.h>",

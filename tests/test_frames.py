@@ -128,9 +128,9 @@ def test_frame_motion_identities(key):
 def test_unknown_reference_and_frame_are_one_line_errors():
     model = tree_model("tree-fixed")
     q = np.zeros(model.nq)
-    with pytest.raises((ValueError, rbdgen.ModelError), match="reference 'global' is unknown"):
+    with pytest.raises(ValueError, match="reference 'global' is unknown"):
         ref.frame_jacobian(model, q, model.frames[0].name, "global")
-    with pytest.raises((ValueError, rbdgen.ModelError), match="unknown frame 'nowhere'"):
+    with pytest.raises(ValueError, match="unknown frame 'nowhere'"):
         ref.frame_placement(model, q, "nowhere")
 
 

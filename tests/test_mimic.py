@@ -31,7 +31,7 @@ from rbdgen.runtime.reference import OPS
 from rbdgen.spatial import Inertia, Transform
 
 from helpers import (REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, assert_close, random_state, robot_path,
-                     robots_dir, to_pinocchio_q, write_urdf)
+                     pin_fext, robots_dir, to_pinocchio_q, write_urdf)
 
 pin = pytest.importorskip("pinocchio")
 
@@ -115,14 +115,6 @@ def state(model, seed):
     rng = np.random.default_rng(seed)
     q, v, a = random_state(model, rng)
     return q, v, a, rng.normal(size=(model.nbodies, 6))
-
-
-def pin_fext(f_ext):
-    forces = pin.StdVec_Force()
-    forces.append(pin.Force.Zero())
-    for row in f_ext:
-        forces.append(pin.Force(row[:3], row[3:]))
-    return forces
 
 
 def pin_crba(pm, qp):

@@ -16,7 +16,6 @@ reference), as Pinocchio's getFrameClassicalAcceleration.
 Rows of every result are [linear; angular], as Pinocchio's.
 """
 
-from ..errors import ModelError
 from ..spatial import Motion, Transform, add3, cross3, matTvec3
 from .kinematics import joint_kinematics_of, joint_slices, placement_as_rotation_translation
 
@@ -24,8 +23,9 @@ REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 
 
 def check_reference(reference):
+    """ValueError (a bad argument) for a reference frame other than Pinocchio's three."""
     if reference not in REFERENCE_FRAMES:
-        raise ModelError(f"reference {reference!r} is unknown; use one of {', '.join(REFERENCE_FRAMES)}")
+        raise ValueError(f"reference {reference!r} is unknown; use one of {', '.join(REFERENCE_FRAMES)}")
 
 
 def placement_from_entries(x):

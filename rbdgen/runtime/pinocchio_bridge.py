@@ -46,6 +46,27 @@ def pinocchio_model(urdf_path, floating_base, mimic=False):
     raise PinocchioRefused(f"Pinocchio cannot load {urdf_path} ({_reason(captured, failure)})") from None
 
 
+def comparable_model(urdf_path, floating_base, model, mimic=False):
+    """(Pinocchio's model, None) when it can be compared with rbdgen's `model`, else (None, why):
+    Pinocchio is not installed, refuses the URDF, or sees other nq/nv (`disagrees` True then)."""
+    try:
+        import pinocchio  # noqa: F401
+    except ImportError:
+        return None, "Pinocchio is not installed"
+    try:
+        pm = pinocchio_model(urdf_path, floating_base, mimic=mimic)
+    except PinocchioRefused as exc:
+        return None, str(exc)
+    nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
+    if (pm.nq, pm.nv) != (nq, model.nv):
+        raise PinocchioDisagrees(f"Pinocchio's model has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}")
+    return pm, None
+
+
+class PinocchioDisagrees(RbdgenError):
+    """Pinocchio's model of a URDF has other sizes than rbdgen's."""
+
+
 def _reason(captured, exc):
     """urdfdom's first "Error: ..." line (it says what is wrong), else Pinocchio's message."""
     for line in "".join(captured).splitlines():
