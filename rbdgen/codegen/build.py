@@ -20,6 +20,7 @@ import time
 from .. import __version__
 from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
+from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError, ModelError
 from ..model.urdf import load_urdf
 from . import cache
@@ -76,7 +77,6 @@ def generate_program(model, spec, cse=True, body=None):
 
 
 def _metadata(model, module, extension, datas, key, options, source, frames, contacts):
-    from ..algorithms.frames import placement_entries
     return {
         "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
         "build_key": key, "options": options, "source": source or {},
@@ -280,7 +280,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
-        f.write(render_calls(module, header, signatures))
+        f.write(render_calls(module, header, signatures, model.nq, model.nv,
+                             [(f.name, f.body, placement_entries(f.placement)) for f in frames]))
     t0 = time.perf_counter()
     _cffi_extension(work, extension, header, objects, f"{prefix}_calls.c", f"rbdgen_{module}_entry_points")
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")

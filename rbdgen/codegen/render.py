@@ -154,10 +154,30 @@ def render_info(module, header, info):
     return template("info.c.j2").render(version=__version__, module=module, header=header, info=info)
 
 
-def render_calls(module, header, functions):
-    # the direct entry points take the functions of states; a frame's goes through Python
+def render_calls(module, header, functions, nq, nv, frames):
+    """The direct entry points: every function of states with one array out (`direct`), and
+    frame_jacobian and contact_dynamics (declared contacts), which take a frame name or return
+    two arrays. frames: [(name, body, placement)] in the module's order."""
     direct = [fn for fn in functions if fn["direct"]]
-    return template("calls.c.j2").render(version=__version__, module=module, header=header, functions=direct)
+    jacobians = [fn["name"][len("frame_jacobian_"):] for fn in functions if fn["name"].startswith("frame_jacobian_")]
+    rows = _contact_rows(functions)
+    return template("calls.c.j2").render(
+        version=__version__, module=module, header=header, functions=direct, nq=nq, nv=nv,
+        frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
+        if jacobians else [], jacobians=jacobians, contact_rows=rows, extras=entry_point_extras(functions))
+
+
+def entry_point_extras(functions):
+    """The public functions besides the `direct` ones that get a C entry point, in order."""
+    names = {fn["name"] for fn in functions}
+    return (["frame_jacobian"] if any(n.startswith("frame_jacobian_") for n in names) else []) + \
+        (["contact_dynamics"] if "contact_dynamics" in names else [])
+
+
+def _contact_rows(functions):
+    """m, the rows of the declared contacts (0 without): contact_dynamics' multipliers part."""
+    declared = next((fn for fn in functions if fn["name"] == "contact_dynamics"), None)
+    return declared["parts"][1][1] - declared["parts"][1][0] if declared else 0
 
 
 def render_wrapper(module, functions):
@@ -167,4 +187,4 @@ def render_wrapper(module, functions):
     frame_kinds = {fn["name"][len("frame_"):-len(ref) - 1] for fn in functions for ref in REFERENCE_FRAMES
                    if fn["per_body"] and fn["name"].endswith("_" + ref)}
     return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names,
-                                            frame_kinds=frame_kinds)
+                                            frame_kinds=frame_kinds, extras=entry_point_extras(functions))
