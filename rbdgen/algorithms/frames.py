@@ -95,10 +95,18 @@ def _rows(m):
 # ----------------------------------------------------------------- the functions ----------
 
 def frame_placement(model, ops, body, placement, q):
-    """(R, p) of the frame as 12 numbers: R row-major (frame -> world axes), then the origin."""
-    X_bf = placement_from_entries(placement)
-    path = PathKinematics(model, ops, body, q)
-    R, p = placement_as_rotation_translation(frame_transform(ops, path, X_bf))
+    """(R, p) of the frame as 12 numbers: R row-major (frame -> world axes), then the origin.
+
+    Only the product X_bf X_up[b] ... X_up[root] is needed, not the placements of the bodies on
+    the way, so it is multiplied pairwise: the chain of dependent products is log2(depth) long
+    instead of depth (the same operations; a short function like this one is bound by latency)."""
+    qs = joint_slices(model, q, "q")
+    path = model.support(body) if body >= 0 else []
+    factors = [joint_kinematics_of(model, ops, i, qs[i]).X_up for i in path] + [placement_from_entries(placement)]
+    while len(factors) > 1:   # factors[0] acts first
+        factors = [ops.let("Xp", k, factors[k + 1].compose(factors[k])) if k + 1 < len(factors) else factors[k]
+                   for k in range(0, len(factors), 2)]
+    R, p = placement_as_rotation_translation(factors[0])
     return [x for row in R for x in row] + p
 
 
