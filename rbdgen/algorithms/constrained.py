@@ -105,7 +105,7 @@ class _Factor:
 
     def inner(self, y, z):
         """y^T D^-1 z for two halves: b^T M^-1 c."""
-        return sum_terms(a * b / self.H[k][k] for k, (a, b) in enumerate(zip(y, z))
+        return sum_terms(a * b * _fd_crba.pivot_inverse(self.ops, self.H, k) for k, (a, b) in enumerate(zip(y, z))
                          if not (_structural_zero(a) or _structural_zero(b)))
 
     def solve(self, b):

@@ -29,9 +29,10 @@ def ltdl(ops, H, lam):
     n = len(H)
     for k in reversed(range(n)):
         H[k][k] = ops.let("D", k, H[k][k])
+        inverse = pivot_inverse(ops, H, k)   # one division per pivot, not one per entry
         i = lam[k]
         while i >= 0:
-            alpha = ops.let("alpha", k, H[k][i] / H[k][k])
+            alpha = ops.let("alpha", k, H[k][i] * inverse)
             j = i
             while j >= 0:
                 H[i][j] = ops.let("H", i, H[i][j] - alpha * H[k][j])
@@ -39,6 +40,12 @@ def ltdl(ops, H, lam):
             H[k][i] = alpha
             i = lam[i]
     return H
+
+
+def pivot_inverse(ops, H, k):
+    """1 / D_k of a factorized H, bound once (the recorder hands the same temporary back to
+    every later request for it)."""
+    return ops.let("Dinv", k, 1 / H[k][k])
 
 
 def ltdl_solve(ops, H, lam, b):
@@ -52,7 +59,7 @@ def ltdl_solve(ops, H, lam, b):
             j = lam[j]
         x[i] = ops.let("y", i, x[i])
     for i in range(n):                    # D z = y, then L x = z
-        x[i] = x[i] / H[i][i]
+        x[i] = x[i] * pivot_inverse(ops, H, i)
         j = lam[i]
         while j >= 0:
             x[i] = x[i] - H[i][j] * x[j]
