@@ -33,6 +33,7 @@ PIN_CASES = {
     "talos": ["left_sole_link:6d", "right_sole_link:6d"],
     "ur5": ["tool0:3d@0.01,0.02,0.03"],
     "panda": ["panda_hand:6d"],
+    "go1": ["FL_foot:3d", "RR_foot:3d@0,0,-0.01"],
 }
 STATES = (0, 1)
 
