@@ -16,7 +16,7 @@ reference), as Pinocchio's getFrameClassicalAcceleration.
 Rows of every result are [linear; angular], as Pinocchio's.
 """
 
-from ..spatial import Motion, Transform, add3, cross3, matTvec3
+from ..spatial import Motion, Transform, add3, cross3, matTvec3, matvec3, sub3
 from .kinematics import joint_kinematics_of, joint_slices, placement_as_rotation_translation
 
 REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
@@ -52,9 +52,8 @@ class PathKinematics:
         for i in self.path:
             k = joint_kinematics_of(model, ops, i, qs[i], vs[i] if vs else None)
             X_0 = k.X_up if X_0 is None else ops.let("X0_", i, k.X_up.compose(X_0))
-            if axes:
-                for col, s in enumerate(k.S, start=model.joints[i].idx_v):
-                    self.columns.append((col, ops.let("Jw", i, X_0.inv_apply_motion(s))))
+            if axes:   # (column, the joint's placement X_0j, its motion subspace column)
+                self.columns += [(col, X_0, s) for col, s in enumerate(k.S, start=model.joints[i].idx_v)]
             if vs is not None:
                 vJ = _combine(k.S, vs[i])
                 parent_vel = vel
@@ -117,11 +116,17 @@ def frame_jacobian(model, ops, body, placement, q, reference):
     path = PathKinematics(model, ops, body, q, axes=True)
     X_0f = frame_transform(ops, path, X_bf)
     J = [[0] * model.nv for _ in range(6)]
-    for col, axis in path.columns:          # a joint axis at the world origin, world axes
-        if reference == "local":
-            axis = X_0f.apply_motion(axis)
-        elif reference == "local_world_aligned":   # the velocity of the point at the frame origin
-            axis = Motion(axis.ang, add3(axis.lin, cross3(axis.ang, X_0f.r)))
+    offsets = {}
+    for col, X_0j, s in path.columns:
+        if reference == "world":             # the joint's motion at the world origin
+            axis = ops.let("Jw", col, X_0j.inv_apply_motion(s))
+        else:                                # at the frame origin p: (w, E^T s_lin + w x (p - r_j))
+            w = ops.let("Jw", col, matTvec3(X_0j.E, s.ang))
+            if id(X_0j) not in offsets:      # p - r_j, once per joint
+                offsets[id(X_0j)] = ops.let("dp", col, sub3(X_0f.r, X_0j.r))
+            axis = Motion(w, add3(matTvec3(X_0j.E, s.lin), cross3(w, offsets[id(X_0j)])))
+            if reference == "local":         # in the frame's axes
+                axis = Motion(matvec3(X_0f.E, axis.ang), matvec3(X_0f.E, axis.lin))
         for row, value in enumerate(_rows(axis)):
             J[row][col] = value
     return J
