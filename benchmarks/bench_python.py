@@ -40,7 +40,7 @@ import numpy as np
 import rbdgen
 from common import log, robot_contacts, robot_parser, robot_spec
 from rbdgen.algorithms.constrained import parse_contacts
-from rbdgen.runtime.pinocchio_bridge import pinocchio_model, to_pinocchio_q
+from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints, pinocchio_model, to_pinocchio_q
 from rbdgen.runtime.states import random_state
 
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
@@ -100,21 +100,12 @@ def make_row(function, c_function, times, c_times):
             "target": TARGETS.get(function, TARGET), "c_ns": (c_times or {}).get(c_function), "runs": times}
 
 
-def pinocchio_contacts(pin, pmodel, contacts):
-    """Pinocchio's rigid constraints for our declared contacts (LOCAL, at the frame's placement
-    composed with the contact point), as tests/test_contacts.py sets them up; None when one is
-    1d (Pinocchio's constraintDynamics has no such contact)."""
+def pinocchio_contacts(pmodel, contacts):
+    """Pinocchio's rigid constraints for our declared contacts (pinocchio_bridge, as the tests
+    set them up); None when one is 1d (Pinocchio's constraintDynamics has no such contact)."""
     if any(c.kind not in ("3d", "6d") for c in contacts):
         return None
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        f = pmodel.frames[pmodel.getFrameId(c.frame)]
-        kind = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
-        cm = pin.RigidConstraintModel(kind, pmodel, f.parentJoint, f.placement * pin.SE3(np.eye(3), np.array(c.point)),
-                                      pin.LOCAL)
-        models.append(cm)
-        datas.append(cm.createData())
-    return models, datas
+    return pinocchio_constraints(pmodel, contacts)
 
 
 def bench_robot(name, urdf, floating, args, c_times):
@@ -168,7 +159,7 @@ def bench_robot(name, urdf, floating, args, c_times):
                                      (6, model.nv), states, args, c_times))
     if contacts and "contact_dynamics" in module.operation_counts:
         declared = parse_contacts(model, contacts)
-        pin_contacts = pinocchio_contacts(pin, pmodel, declared)
+        pin_contacts = pinocchio_contacts(pmodel, declared)
         if pin_contacts is None:
             log("   Pinocchio has no 1d contacts: contact_dynamics is not compared")
         else:

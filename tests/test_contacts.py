@@ -22,6 +22,7 @@ import rbdgen
 from helpers import (REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close,
                      pinocchio_model, random_state, robot_path, to_pinocchio_q)
 from rbdgen.algorithms import constrained
+from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints
 from rbdgen.runtime.reference import OPS
 from trees import ALL_JOINT_TYPES, random_tree
 
@@ -92,18 +93,6 @@ def impact(model, contacts, q, v, e, damping=0.0):
 
 
 # ===================================================================== against Pinocchio ===
-
-def pinocchio_constraints(pm, contacts):
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        f = pm.frames[pm.getFrameId(c.frame)]
-        kind = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
-        cm = pin.RigidConstraintModel(kind, pm, f.parentJoint, f.placement * pin.SE3(np.eye(3), np.array(c.point)),
-                                      pin.LOCAL)
-        models.append(cm)
-        datas.append(cm.createData())
-    return models, datas
-
 
 @pytest.mark.parametrize("name", list(PIN_CASES))
 @pytest.mark.parametrize("seed", STATES)

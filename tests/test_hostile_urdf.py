@@ -574,7 +574,7 @@ def test_duplicate_joint_elements(extra, owner, tag):
      "inertial"),
     (f'<inertial><mass value="1"/><mass value="2"/>{INERTIA}</inertial>', "link 'fore' <inertial>", "mass"),
     (f'<inertial><mass value="1"/>{INERTIA}{INERTIA}</inertial>', "link 'fore' <inertial>", "inertia"),
-    (f'<inertial><origin/><origin xyz="0 0 1"/><mass value="1"/></inertial>', "link 'fore' <inertial>", "origin"),
+    ('<inertial><origin/><origin xyz="0 0 1"/><mass value="1"/></inertial>', "link 'fore' <inertial>", "origin"),
 ])
 def test_duplicate_inertial_elements(inertial, owner, tag):
     message = refused(urdf(fore_inertial=inertial), owner, f"<{tag}>")

@@ -67,6 +67,21 @@ class PinocchioDisagrees(RbdgenError):
     """Pinocchio's model of a URDF has other sizes than rbdgen's."""
 
 
+def pinocchio_constraints(pm, contacts):
+    """Pinocchio's rigid constraints for rbdgen's declared contacts (rbdgen.algorithms.
+    constrained.Contact, 3d or 6d): LOCAL, on the frame's joint at the frame's placement moved
+    to the contact point. Returns (models, datas) for constraintDynamics / impulseDynamics."""
+    import pinocchio as pin
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in contacts:
+        f = pm.frames[pm.getFrameId(c.frame)]
+        kind = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
+        placement = f.placement * pin.SE3(np.eye(3), np.array(c.point))
+        models.append(pin.RigidConstraintModel(kind, pm, f.parentJoint, placement, pin.LOCAL))
+        datas.append(models[-1].createData())
+    return models, datas
+
+
 def _reason(captured, exc):
     """urdfdom's first "Error: ..." line (it says what is wrong), else Pinocchio's message."""
     for line in "".join(captured).splitlines():
