@@ -22,8 +22,10 @@ from helpers import robot_path
 
 # Enough for every kind of call: vectors, matrices, a scalar, f_ext, and the contact functions.
 ALGORITHMS = ["rnea", "rnea_fext", "nle", "crba", "aba", "kinetic_energy", "placements", "jacobians", "body_motion",
-              "minv", "frame_placement", "frame_jacobian_local_world_aligned",
-              "frame_classical_acceleration_local_world_aligned", "frame_velocity_local_world_aligned"]
+              "minv", "frame_placement", "frame_jacobian_local_world_aligned", "frame_jacobian_local",
+              "frame_classical_acceleration_local_world_aligned", "frame_velocity_local_world_aligned", "eom",
+              "contact_dynamics", "impulse_dynamics", "contact_inertia"]
+CONTACTS = ["tool0:3d"]
 
 _SCRIPT = textwrap.dedent(r'''
     import json, sys, warnings
@@ -125,6 +127,34 @@ _SCRIPT = textwrap.dedent(r'''
     for value in (float("nan"), float("inf"), -0.1, 1.5, 1j, None):
         BAD.append((f"restitution={value!r}", "restitution",
                     lambda value=value: m.impulse_dynamics(q, v, contacts, restitution=value)))
+    # frames: by name or index only; references of the build only
+    for value in ("nowhere", "", ["tool0"], {"tool0": 1}, 1.0, None, True, -1, len(m.frames), 2 ** 70, np.float64(0)):
+        BAD.append((f"frame={value!r}", "frame", lambda value=value: m.frame_jacobian(q, value)))
+        BAD.append((f"frame_placement frame={value!r}", "frame", lambda value=value: m.frame_placement(q, value)))
+    for value in ("global", "WORLD", "", None, 3, b"local"):
+        BAD.append((f"reference={value!r}", "reference", lambda value=value: m.frame_jacobian(q, frame, value)))
+    BAD.append(("reference not built", "frame_jacobian_world", lambda: m.frame_jacobian(q, frame, "world")))
+    BAD.append(("frame_jacobian q short", "q", lambda: m.frame_jacobian(q[:-1], frame)))
+    BAD.append(("frame_jacobian q complex", "q", lambda: m.frame_jacobian(q + 1j, frame)))
+    BAD.append(("frame_jacobian q 3-D", "q", lambda: m.frame_jacobian(np.zeros((2, 2, n)), frame)))
+    BAD.append(("frame_jacobian out wrong", "out", lambda: m.frame_jacobian(q, frame, out=np.empty((3, n)))))
+    BAD.append(("frame_jacobian batch out wrong", "out", lambda: m.frame_jacobian(Q, frame, out=np.empty((6, n)))))
+    BAD.append(("frame_jacobian threads", "threads", lambda: m.frame_jacobian(Q, frame, threads=-2)))
+    BAD.append(("point of 2", "point", lambda: m.point_jacobian(q, frame, [0.0, 1.0])))
+    BAD.append(("point complex", "point", lambda: m.point_velocity(q, v, frame, [0.0, 1.0, 1j])))
+    BAD.append(("point a string", "point", lambda: m.point_acceleration(q, v, a, frame, "abc")))
+    BAD.append(("velocity v short", "v", lambda: m.frame_velocity(q, v[:-1], frame)))
+    # contacts declared at build time
+    BAD.append(("declared q short", "q", lambda: m.contact_dynamics(q[:-1], v, a)))
+    BAD.append(("declared v complex", "v", lambda: m.contact_dynamics(q, v + 1j, a)))
+    BAD.append(("declared tau long", "tau", lambda: m.contact_dynamics(q, v, np.zeros(n + 1))))
+    BAD.append(("declared batch mismatch", "v", lambda: m.contact_dynamics(Q, V[:-1], A)))
+    BAD.append(("declared damping nan", "damping", lambda: m.contact_dynamics(q, v, a, damping=float("nan"))))
+    BAD.append(("declared out wrong", "out", lambda: m.contact_dynamics(q, v, a, out=np.empty(n))))
+    BAD.append(("declared restitution 2", "restitution", lambda: m.impulse_dynamics(q, v, restitution=2.0)))
+    BAD.append(("declared contact_inertia q bool", "q", lambda: m.contact_inertia(np.ones(n, dtype=bool))))
+    BAD.append(("eom q short", "q", lambda: m.eom(q[:-1], v)))
+    BAD.append(("eom out wrong", "out", lambda: m.eom(q, v, out=np.empty((n, n)))))
     BAD.append(("contact tau complex", "tau", lambda: m.contact_dynamics(q, v, a + 1j, contacts)))
     BAD.append(("contact q complex", "q", lambda: m.contact_dynamics(q + 1j, v, a, contacts)))
 
@@ -226,6 +256,19 @@ _SCRIPT = textwrap.dedent(r'''
          lambda: m.contact_dynamics(q, v, a, contacts, damping=0.5)[0]),
         ("restitution 1", lambda: m.impulse_dynamics(q, v, contacts, restitution=1)[0],
          lambda: m.impulse_dynamics(q, v, contacts, restitution=1.0)[0]),
+        ("frame by index", lambda: m.frame_jacobian(q, len(m.frames) - 1), lambda: m.frame_jacobian(q, frame)),
+        ("frame by numpy index", lambda: m.frame_jacobian(q, np.int64(len(m.frames) - 1)),
+         lambda: m.frame_jacobian(q, frame)),
+        ("frame_jacobian list q", lambda: m.frame_jacobian(list(q), frame), lambda: m.frame_jacobian(q, frame)),
+        ("frame_jacobian batch", lambda: m.frame_jacobian(Q, frame, "local"),
+         lambda: np.stack([m.frame_jacobian(Q[k], frame, "local") for k in range(B)])),
+        ("frame_jacobian out", lambda: m.frame_jacobian(q, frame, out=np.empty((6, n))),
+         lambda: m.frame_jacobian(q, frame)),
+        ("declared contact_dynamics batch", lambda: m.contact_dynamics(Q, V, A)[1],
+         lambda: np.stack([m.contact_dynamics(Q[k], V[k], A[k])[1] for k in range(B)])),
+        ("declared contact_dynamics int lists", lambda: m.contact_dynamics([0] * n, [1] * n, [0] * n)[0],
+         lambda: m.contact_dynamics(np.zeros(n), np.ones(n), np.zeros(n))[0]),
+        ("eom batch", lambda: m.eom(Q, V)[0], lambda: m.crba(Q)),
     ]
     for case, call, expected in GOOD:
         print(case, file=sys.stderr, flush=True)
@@ -243,7 +286,7 @@ _SCRIPT = textwrap.dedent(r'''
 def hostile_report(tmp_path_factory):
     """Builds UR5 once and runs every hostile call on it in one subprocess: its JSON report."""
     out = tmp_path_factory.mktemp("hostile")
-    module = rbdgen.build(robot_path("ur5"), out_dir=str(out), algorithms=ALGORITHMS)
+    module = rbdgen.build(robot_path("ur5"), out_dir=str(out), algorithms=ALGORITHMS, contacts=CONTACTS)
     folder = os.path.dirname(os.path.abspath(module.__file__))
     result = subprocess.run([sys.executable, "-c", _SCRIPT, folder], capture_output=True, text=True, timeout=300)
     last = result.stderr.strip().splitlines()[-1:] or ["(before the first case)"]
