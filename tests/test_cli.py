@@ -101,6 +101,28 @@ def test_build_with_options(tmp_path):
         "algorithms": ["rnea", "crba"], "native": False, "cse": True}, meta["options"]
 
 
+def test_build_with_frames_and_contacts(tmp_path):
+    """--frames restricts the module's frames; --contact declares contacts (model.json, the
+    module's contact functions); an unknown contact frame is one line naming the closest."""
+    urdf = tiny_urdf(tmp_path / "tiny.urdf")
+    out = tmp_path / "gen"
+    result = run_cli("build", urdf, "-o", out, "--algorithms", "crba,nle,frame_placement,contact_dynamics",
+                     "--frames", "hand,fore", "--contact", "hand:3d@0,0,0.05", "--contact", "fore:1d/0,1,0")
+    assert result.returncode == 0, result.stderr
+    with open(out / "tiny" / "model.json", encoding="utf-8") as f:
+        meta = json.load(f)
+    assert list(meta["frames"]) == ["hand", "fore"]
+    assert [c["spec"] for c in meta["contacts"]] == ["hand:3d@0,0,0.05", "fore:1d/0,1,0"]
+    module = rbdgen.load(out / "tiny")
+    assert module.contacts == ("hand:3d@0,0,0.05", "fore:1d/0,1,0") and module.frames == ("hand", "fore")
+    qdd, lam = module.contact_dynamics([0.1, 0.2, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0], damping=1e-3)
+    assert qdd.shape == (3,) and lam.shape == (4,)
+    result = run_cli("build", urdf, "-o", out, "--contact", "hnd:3d")
+    assert_user_error(result.returncode, result.stderr, "unknown frame 'hnd'", "did you mean 'hand'")
+    result = run_cli("build", urdf, "-o", out, "--frames", "hand,elbo")
+    assert_user_error(result.returncode, result.stderr, "unknown frame 'elbo'")
+
+
 def test_console_script(tmp_path):
     # pip install -e . puts the script on PATH; its absence is a packaging bug, not a skip
     assert shutil.which("rbdgen") is not None, "the rbdgen console script is not on PATH"

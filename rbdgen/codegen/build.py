@@ -100,6 +100,16 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
     }
 
 
+def check_task_space(model, frames, contacts):
+    """(the declared contacts, the frames served): CodegenError (one line naming the frame and
+    the closest known ones) for an unknown frame or a bad contact declaration."""
+    try:
+        declared = constrained.parse_contacts(model, contacts or ())
+    except ModelError as exc:
+        raise CodegenError(str(exc)) from None
+    return declared, select_frames(model, frames)
+
+
 def select_frames(model, names=None):
     """The frames a build serves: all of the model's, or those named (one-line error for an
     unknown name, with the closest known ones)."""
@@ -156,12 +166,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
     serves (None: every frame of the model); contacts: the contacts declared at build time,
     as "FRAME:6d", "FRAME:3d@x,y,z", "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
     module = module_name(name or model.name)
-    try:
-        declared = constrained.parse_contacts(model, contacts or ())
-    except ModelError as exc:
-        raise CodegenError(str(exc)) from None
+    declared, chosen = check_task_space(model, frames, contacts)
     specs = fn_table.select(algorithms, model, declared)
-    chosen = select_frames(model, frames)
     if algorithms is None and model.massless_joints():
         progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
                  f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
@@ -373,6 +379,7 @@ def build(urdf_path, out_dir="generated", floating_base=False, name=None, algori
     t0 = time.perf_counter()
     fn_table.check_names(algorithms)  # unknown names fail before any work
     model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
+    check_task_space(model, frames, contacts)   # before any work, like the algorithm names
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
                   "floating_base": bool(floating_base), "mimic": bool(mimic)}
