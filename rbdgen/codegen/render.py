@@ -124,9 +124,17 @@ def kernel_data(program, part_statements):
         else:
             first[e] = k
             outputs.append((k, final.expression(e)))
-    return dict(parts=rendered, workspace=len(slot), outputs=outputs, copies=copies,
-                zero_outputs=len(program.outputs) - len(outputs) - len(copies),
+    zeros = [k for k, e in enumerate(program.outputs) if e == 0]
+    return dict(parts=rendered, workspace=len(slot), outputs=outputs, copies=copies, zero_outputs=len(zeros),
+                # a small output's zeros are stored one by one (gcc merges neighbours into vector
+                # stores); a large one is cleared by memset, a call into the C library
+                zero_stores=zeros if len(program.outputs) <= ZERO_STORES_MAX else [],
                 operations=program.counts["operations"], sincos=program.counts["sincos"])
+
+
+# Up to this many outputs, structural zeros are single stores rather than a memset (a libc call):
+# measured on Solo12, frame Jacobian 38.8 -> 35.9 ns and crba 161 -> 143 ns; UR5 and Talos unchanged.
+ZERO_STORES_MAX = 512
 
 
 def _targets(st):
