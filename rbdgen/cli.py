@@ -78,8 +78,9 @@ def cmd_build(args):
     module = _build(args, args.urdf)
     path = os.path.dirname(module.__file__)
     print(f"built {path}")
+    width = max(map(len, module.operation_counts), default=0)
     for name, ops in module.operation_counts.items():
-        print(f"  {name:18s} {ops:8d} operations")
+        print(f"  {name:{width}s} {ops:8d} operations")
     return 0
 
 
