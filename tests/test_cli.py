@@ -9,13 +9,16 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import rbdgen
 from helpers import robot_path
+from rbdgen.algorithms import constrained
 from rbdgen.cli import main
 from rbdgen.codegen.build import module_name
 from rbdgen.errors import RbdgenError
+from rbdgen.runtime.reference import OPS
 
 PENDULUM = robot_path("double_pendulum_continuous")
 PENDULUM_MODULE = module_name("2dof_planar")   # the robot's name is not an identifier: r_2dof_planar_<hash>
@@ -115,8 +118,12 @@ def test_build_with_frames_and_contacts(tmp_path):
     assert [c["spec"] for c in meta["contacts"]] == ["hand:3d@0,0,0.05", "fore:1d/0,1,0"]
     module = rbdgen.load(out / "tiny")
     assert module.contacts == ("hand:3d@0,0,0.05", "fore:1d/0,1,0") and module.frames == ("hand", "fore")
-    qdd, lam = module.contact_dynamics([0.1, 0.2, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0], damping=1e-3)
-    assert qdd.shape == (3,) and lam.shape == (4,)
+    q, v, tau = [0.1, 0.2, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]
+    qdd, lam = module.contact_dynamics(q, v, tau, damping=1e-3)
+    model = rbdgen.load_urdf(urdf)
+    contacts = constrained.parse_contacts(model, module.contacts)
+    want = constrained.contact_dynamics(model, OPS, contacts, q, v, tau, [1e-3])
+    assert np.allclose(np.concatenate([qdd, lam]), np.array(want[:7], dtype=float), rtol=1e-10, atol=1e-10)
     result = run_cli("build", urdf, "-o", out, "--contact", "hnd:3d")
     assert_user_error(result.returncode, result.stderr, "unknown frame 'hnd'", "did you mean 'hand'")
     result = run_cli("build", urdf, "-o", out, "--frames", "hand,elbo")

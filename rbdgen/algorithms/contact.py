@@ -8,6 +8,8 @@ nothing from rbdgen: the build copies it into every generated package, so the re
 the generated module share one implementation.
 """
 
+import numbers
+
 import numpy as np
 
 
@@ -19,13 +21,22 @@ def _vector3(x, what):
 
 
 def real_array(x, what):
-    """x as a float64 array; TypeError for complex, boolean, text or other non-real values,
-    which numpy would convert with at most a warning (complex: dropping the imaginary part)."""
+    """x as a float64 array; TypeError for anything but real numbers (complex, strings, bool,
+    other objects), which numpy would convert with at most a warning (complex: dropping the
+    imaginary part). Object arrays of real numbers (huge ints, Fractions) are converted."""
     a = np.asarray(x)
-    if a.dtype.kind not in "fiu" and not (a.dtype.kind == "O" and all(
-            isinstance(e, (int, float)) and not isinstance(e, bool) for e in a.flat)):
-        raise TypeError(f"{what}: expected real numbers, got {a.dtype} values")
-    return a.astype(float, copy=False)
+    if a.dtype.kind in "fiu":
+        return a.astype(np.float64, copy=False)
+    shown = a.dtype
+    if a.dtype.kind == "O":
+        bad = [e for e in a.flat if not isinstance(e, numbers.Real) or isinstance(e, bool)]
+        if not bad:
+            try:
+                return a.astype(np.float64)
+            except OverflowError:
+                raise ValueError(f"{what}: a number is too large for float64") from None
+        shown = type(bad[0]).__name__
+    raise TypeError(f"{what}: expected real numbers (float or integer), got {shown}")
 
 
 def point_placement(placement, point):

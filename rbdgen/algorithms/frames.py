@@ -17,7 +17,8 @@ Rows of every result are [linear; angular], as Pinocchio's.
 """
 
 from ..spatial import Motion, Transform, add3, cross3, matTvec3, matvec3, sub3
-from .kinematics import joint_kinematics_of, joint_slices, placement_as_rotation_translation
+from .kinematics import (acceleration_step, joint_kinematics_of, joint_slices, placement_as_rotation_translation,
+                         velocity_step)
 
 REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 
@@ -48,28 +49,18 @@ class PathKinematics:
         qs = joint_slices(model, q, "q")
         vs = joint_slices(model, v, "v") if v is not None else None
         as_ = joint_slices(model, a, "v") if a is not None else None
-        X_0, vel, acc, self.columns = None, Motion(), Motion(), []
+        X_0, vel, acc, self.columns = None, None, Motion(), []   # no velocity above the root
         for i in self.path:
             k = joint_kinematics_of(model, ops, i, qs[i], vs[i] if vs else None)
             X_0 = k.X_up if X_0 is None else ops.let("X0_", i, k.X_up.compose(X_0))
             if axes:   # (column, the joint's placement X_0j, its motion subspace column)
                 self.columns += [(col, X_0, s) for col, s in enumerate(k.S, start=model.joints[i].idx_v)]
             if vs is not None:
-                vJ = _combine(k.S, vs[i])
-                parent_vel = vel
-                vel = ops.let("v", i, k.X_up.apply_motion(parent_vel) + vJ)
+                vel = ops.let("v", i, velocity_step(k, vel, vs[i]))
                 if as_ is not None:
-                    acc = ops.let("a", i, k.X_up.apply_motion(acc) + _combine(k.S, as_[i]) + k.c_J
-                                  + vel.cross_motion(vJ))
+                    acc = ops.let("a", i, acceleration_step(k, acc, vel, vs[i], as_[i]))
         self.X_0b = X_0 if X_0 is not None else Transform()
-        self.velocity, self.acceleration = vel, acc
-
-
-def _combine(S, x):
-    total = Motion()
-    for s, xi in zip(S, x):
-        total = total + s.scale(xi)
-    return total
+        self.velocity, self.acceleration = vel if vel is not None else Motion(), acc
 
 
 def frame_transform(ops, path, X_bf):

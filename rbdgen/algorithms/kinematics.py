@@ -70,8 +70,7 @@ def body_velocities(model, ops, kin, v):
     velocities = []
     for i, k in enumerate(kin):
         p = model.parent[i]
-        vJ = combine(k.S, vs[i])
-        velocities.append(ops.let("v", i, vJ if p < 0 else k.X_up.apply_motion(velocities[p]) + vJ))
+        velocities.append(ops.let("v", i, velocity_step(k, None if p < 0 else velocities[p], vs[i])))
     return velocities
 
 
@@ -82,10 +81,19 @@ def body_accelerations(model, ops, kin, velocities, v, a, a_root):
     for i, k in enumerate(kin):
         p = model.parent[i]
         a_parent = a_root if p < 0 else accelerations[p]
-        vJ = combine(k.S, vs[i])
-        acc = k.X_up.apply_motion(a_parent) + combine(k.S, as_[i]) + k.c_J + velocities[i].cross_motion(vJ)
-        accelerations.append(ops.let("a", i, acc))
+        accelerations.append(ops.let("a", i, acceleration_step(k, a_parent, velocities[i], vs[i], as_[i])))
     return accelerations
+
+
+def velocity_step(k, v_parent, v_i):
+    """A body's velocity from its parent's (None at the root) and its joint's: X_up v_parent + S v_i."""
+    vJ = combine(k.S, v_i)
+    return vJ if v_parent is None else k.X_up.apply_motion(v_parent) + vJ
+
+
+def acceleration_step(k, a_parent, velocity, v_i, a_i):
+    """A body's acceleration: X_up a_parent + S a_i + c_J + v x (S v_i), with v its velocity."""
+    return k.X_up.apply_motion(a_parent) + combine(k.S, a_i) + k.c_J + velocity.cross_motion(combine(k.S, v_i))
 
 
 def body_motion(model, ops, q, v, a):
