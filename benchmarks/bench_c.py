@@ -48,6 +48,9 @@ TARGETS = {"ur5": 6.0, "panda": 6.0, "solo12": 4.0, "talos": 4.0}
 # only where seed 000 benchmarks them (four 3-D feet, two 6-D soles).
 TASK_TARGETS = {"frame_placement": 5.0, "frame_jacobian_local_world_aligned": 5.0, "eom": 4.0}
 CONTACT_TARGETS = {"solo12": 4.0, "talos": 4.0}
+# Goals of the derivatives and the regressor (issue 9)
+DERIVATIVE_TARGETS = {"ur5": 4.0, "panda": 4.0, "solo12": 2.5, "talos": 2.5}
+DERIVATIVE_NAMES = ("rnea_derivatives", "aba_derivatives")
 # pin_bench's line names for our functions (ours -> "<theirs>_ns"): computeJointJacobians,
 # computeMinverse, computeCoriolisMatrix and ccrba (which computes A_G, plus h_G) for the
 # next four; then the first frame's placement (forwardKinematics + updateFramePlacement),
@@ -57,7 +60,8 @@ PIN_NAMES = {"rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba", "jacobi
              "minv": "minv", "coriolis": "coriolis", "centroidal_map": "ccrba",
              "frame_placement": "frame_placement", "frame_jacobian_local_world_aligned": "frame_jacobian",
              "frame_classical_acceleration_local_world_aligned": "frame_classical_acceleration",
-             "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle"}
+             "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle",
+             "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs", "regressor": "regressor"}
 CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics")
 
 
@@ -67,6 +71,10 @@ def target_of(robot, fn):
         return TARGETS.get(robot)
     if fn in CONTACT_PIN_NAMES:
         return CONTACT_TARGETS.get(robot)
+    if fn in DERIVATIVE_NAMES:
+        return DERIVATIVE_TARGETS.get(robot)
+    if fn == "regressor":
+        return 4.0
     return TASK_TARGETS.get(fn)
 
 

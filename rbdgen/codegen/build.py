@@ -23,6 +23,7 @@ from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError, ModelError
 from ..model.urdf import load_urdf
+from ..runtime import reference
 from . import cache
 from . import functions as fn_table
 from .cprinter import sanitize_identifier
@@ -86,6 +87,10 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
         "build_key": key, "options": options, "source": source or {},
         "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
         "total_mass": model.total_mass,
+        # the inertial parameters pi the regressor multiplies, and (with base_regressor) beta = K pi
+        "parameters": reference.parameters(model).tolist(),
+        **({"base_parameters": reference.base_parameters(model).to_json()}
+           if any(d["name"] == "base_regressor" for d in datas) else {}),
         "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv,
                     **({"mimic": {"master": j.model.master, "multiplier": j.model.multiplier,
                                   "offset": j.model.offset}} if j.type == "mimic" else {})}

@@ -77,6 +77,12 @@ class SlotPrinter(C99CodePrinter):
             return "(1.0/(" + "*".join([b] * -int(exp)) + "))"
         return super()._print_Pow(expr)
 
+    def _print_IfLess(self, expr):
+        """rbdgen.algorithms.configuration.IfLess, a series below a threshold and a closed
+        form above, as an inline C conditional."""
+        x, threshold, below, above = (self._print(a) for a in expr.args)
+        return f"({x} < {threshold} ? {below} : {above})"
+
     def _print_Float(self, expr):
         return repr(float(expr))
 

@@ -10,7 +10,7 @@ maps it to the model's own coordinates otherwise; sizes are the model's (nq, nv)
 from dataclasses import dataclass
 from typing import Callable
 
-from ..algorithms import constrained, kinematics, mimic
+from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, regressor
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..spatial import forces_from_rows
 
@@ -28,11 +28,13 @@ class FunctionSpec:
     parts: Callable = None   # model -> ((name, shape), ...): the flat output is returned as these arrays
     declared: bool = False   # of the contacts declared at build time: the public function also takes
                              # call-time contacts, so the generated one is private (_declared_<name>)
+    default: bool = True     # in a build that names no functions
 
 
 INPUT_SIZES = {
     "q": lambda m: m.nq, "v": lambda m: m.nv, "a": lambda m: m.nv, "tau": lambda m: m.nv,
     "fext": lambda m: 6 * m.nbodies, "placement": lambda m: 12, "damping": lambda m: 1, "restitution": lambda m: 1,
+    "q1": lambda m: m.nq, "dt": lambda m: 1,
 }
 
 
@@ -136,6 +138,43 @@ def _frame_run(function, *extra):
 
 
 FUNCTIONS += _frame_functions()
+
+
+def _base(model):
+    from ..runtime.reference import base_parameters
+    return base_parameters(model)
+
+
+def _square_parts(*names):
+    return lambda m: tuple((name, (m.nv, m.nv)) for name in names)
+
+
+FUNCTIONS += [
+    FunctionSpec("rnea_derivatives", ("q", "v", "a"), lambda m: (2 * m.nv * m.nv,), derivatives.rnea_derivatives,
+                 "d tau / dq and d tau / dv (q in the tangent space, as Pinocchio's computeRNEADerivatives).",
+                 parts=_square_parts("dtau_dq", "dtau_dv"), costly=True),
+    FunctionSpec("aba_derivatives", ("q", "v", "tau"), lambda m: (3 * m.nv * m.nv,), derivatives.aba_derivatives,
+                 "d qdd / dq, d qdd / dv and d qdd / d tau = M^-1 (Pinocchio's computeABADerivatives).",
+                 parts=_square_parts("ddq_dq", "ddq_dv", "ddq_dtau"), costly=True),
+    # rnea_derivatives(q, v, 0) gives the same: built when named
+    FunctionSpec("nle_derivatives", ("q", "v"), lambda m: (2 * m.nv * m.nv,), derivatives.nle_derivatives,
+                 "d nle / dq and d nle / dv.", parts=_square_parts("dnle_dq", "dnle_dv"), default=False),
+    FunctionSpec("integrate", ("q", "v", "dt"), lambda m: (m.nq,), configuration.integrate,
+                 "q (+) v dt: the configuration reached from q by the constant velocity v in time dt "
+                 "(Pinocchio's integrate; quaternions on the group)."),
+    FunctionSpec("difference", ("q", "q1"), lambda m: (m.nv,), configuration.difference,
+                 "The velocity that reaches q1 from q in unit time: integrate(q, difference(q, q1), 1) = q1 "
+                 "(Pinocchio's difference)."),
+    FunctionSpec("regressor", ("q", "v", "a"), lambda m: (m.nv, regressor.PER_BODY * m.full.nbodies),
+                 regressor.regressor,
+                 "The inertial-parameter regressor Y: Y pi = rnea(q, v, a), pi = parameters() "
+                 "(Pinocchio's computeJointTorqueRegressor)."),
+    FunctionSpec("base_regressor", ("q", "v", "a"), lambda m: (m.nv, len(_base(m).columns)),
+                 regressor.base_regressor,
+                 "The regressor's base columns Y_b: Y_b beta = rnea(q, v, a), beta = base_parameters()."),
+    FunctionSpec("gravity_derivatives", ("q",), lambda m: (m.nv, m.nv), derivatives.gravity_derivatives,
+                 "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives)."),
+]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
     "The equation of motion's terms (M, nle) in one program: the kinematics is computed once.",
@@ -186,7 +225,7 @@ def lookup(name, contacts=()):
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 
 
-NEED_INVERTIBLE_M = ("aba", "aba_fext", "minv", "minv_times", "fd_crba")
+NEED_INVERTIBLE_M = ("aba", "aba_fext", "minv", "minv_times", "fd_crba", "aba_derivatives")
 # Above this many velocity coordinates a default build leaves the costly functions out:
 # Talos' (nv = 38) Christoffel symbols alone are 200 000 operations and 90 s of symbolic work.
 COSTLY_MAX_NV = 24
@@ -205,7 +244,7 @@ def select(names=None, model=None, contacts=()):
     singular = model is not None and model.massless_joints()
     if names is None:
         big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
-        return [f for f in table if not (singular and (f.name in NEED_INVERTIBLE_M or f.declared))
+        return [f for f in table if f.default and not (singular and (f.name in NEED_INVERTIBLE_M or f.declared))
                 and not (big and f.costly)]
     known = [f.name for f in table]
     unknown = [n for n in names if n not in known]

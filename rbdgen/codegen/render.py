@@ -53,7 +53,7 @@ def signature(module, spec, model):
 
 
 # Inputs that are parameters of a call rather than states: one value for a whole batch.
-SHARED_INPUTS = ("placement", "damping", "restitution")
+SHARED_INPUTS = ("placement", "damping", "restitution", "dt")
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function

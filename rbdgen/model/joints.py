@@ -7,10 +7,14 @@ along v (None where S is constant); the bias is c_J = S_dot v. Joint velocities 
 of Pinocchio: for every joint here v is the child's velocity relative to the parent,
 expressed in the child frame, so q-dot differs from v for the quaternion and planar
 joints. `ops.sincos(angle)` gives sine and cosine together (symbols in the generator).
+
+`integrate(ops, q, v)` and `difference(ops, q0, q1)` are the joint's configuration-space
+operations q (+) v and q1 (-) q0 (its Lie group's, rbdgen/algorithms/configuration.py).
 """
 
 import math
 
+from ..algorithms import configuration as groups
 from ..errors import ModelError
 from ..spatial import (IDENTITY3, ZERO3, Motion, Transform, axis_rotation, cross3, dot3,
                        matmul3, quaternion_to_rotation, scale3, transpose3)
@@ -27,6 +31,21 @@ class JointModel:
     def neutral(self):
         """The configuration where X_J is the identity."""
         return [0.0] * self.nq
+
+    def tangent(self, ops, q):
+        """The map v -> q-dot (nq x nv): the derivative of q (+) delta at delta = 0, which is
+        how derivatives with respect to q are taken in the tangent space. The identity for
+        joints whose q-dot is v."""
+        return [[1 if r == c else 0 for c in range(self.nv)] for r in range(self.nq)]
+
+    def integrate(self, ops, q, v):
+        """q (+) v: the configuration reached from q by the constant velocity v in unit time;
+        q + v where the configurations form a vector space."""
+        return [a + b for a, b in zip(q, v)]
+
+    def difference(self, ops, q0, q1):
+        """q1 (-) q0: the (shortest) velocity with q0 (+) v = q1; q1 - q0 in a vector space."""
+        return [b - a for a, b in zip(q0, q1)]
 
     def describe(self):
         return self.type
@@ -70,6 +89,12 @@ class Revolute(JointModel):
         E = transpose3(axis_rotation(self.axis, s, c))
         S = Motion(self.axis, ZERO3)
         return Transform(E, ZERO3), [S], None
+
+    def difference(self, ops, q0, q1):
+        """A continuous joint's angles differ modulo 2 pi: the difference in (-pi, pi]."""
+        if self.continuous:
+            return [groups.angle_difference(ops, q0[0], q1[0])]
+        return super().difference(ops, q0, q1)
 
     def describe(self):
         return f"{self.type} axis {self.axis}"
@@ -126,6 +151,15 @@ class Spherical(JointModel):
     def neutral(self):
         return [0.0, 0.0, 0.0, 1.0]
 
+    def tangent(self, ops, q):
+        return quaternion_tangent(q)
+
+    def integrate(self, ops, q, v):
+        return groups.quaternion_integrate(ops, q, v)
+
+    def difference(self, ops, q0, q1):
+        return groups.quaternion_difference(ops, q0, q1)
+
 
 class FreeFlyer(JointModel):
     """6-DoF joint as Pinocchio's JointModelFreeFlyer.
@@ -143,6 +177,18 @@ class FreeFlyer(JointModel):
 
     def neutral(self):
         return [0.0] * 6 + [1.0]
+
+    def tangent(self, ops, q):
+        """p-dot = R v_lin, and the quaternion's rate from the angular velocity."""
+        R = quaternion_to_rotation(*q[3:7])
+        rows = [list(R[r]) + [0, 0, 0] for r in range(3)]
+        return rows + [[0, 0, 0] + row for row in quaternion_tangent(q[3:7])]
+
+    def integrate(self, ops, q, v):
+        return groups.se3_integrate(ops, q, v)
+
+    def difference(self, ops, q0, q1):
+        return groups.se3_difference(ops, q0, q1)
 
 
 class TranslationXYZ(JointModel):
@@ -180,6 +226,18 @@ class Planar(JointModel):
         r = tuple(q[0] * a + q[1] * b for a, b in zip(self.u, self.w))
         S = [Motion(ZERO3, self.u), Motion(ZERO3, self.w), Motion(self.normal, ZERO3)]
         return Transform(E, r), S, None
+
+    def tangent(self, ops, q):
+        """(x, y)-dot is v's in-plane part rotated by theta."""
+        s, c = ops.sincos(q[2])
+        return [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+
+    def integrate(self, ops, q, v):
+        """SE(2) in the plane's (u, w) coordinates, as Pinocchio's JointModelPlanar."""
+        return groups.se2_integrate(ops, q, v)
+
+    def difference(self, ops, q0, q1):
+        return groups.se2_difference(ops, q0, q1)
 
     def describe(self):
         return f"planar normal {self.normal}"
@@ -222,6 +280,12 @@ class EulerXYZ(JointModel):
         dcol1 = (c2 * d2, -s2 * d2, 0)
         S_dot = [Motion(dcol0, ZERO3), Motion(dcol1, ZERO3), Motion()]
         return Transform(transpose3(R), ZERO3), [Motion(col, ZERO3) for col in cols], S_dot
+
+
+def quaternion_tangent(q):
+    """d(x, y, z, w) / d omega for q-dot = q (x) (omega / 2, 0), omega in the child frame."""
+    x, y, z, w = q
+    return [[w / 2, -z / 2, y / 2], [z / 2, w / 2, -x / 2], [-y / 2, x / 2, w / 2], [-x / 2, -y / 2, -z / 2]]
 
 
 def _rot_x(s, c):

@@ -12,9 +12,12 @@ import math
 
 import numpy as np
 
+from ..algorithms import configuration as _configuration
 from ..algorithms import contact as _contact
+from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
+from ..algorithms import regressor as _regressor
 from ..errors import ModelError
 from ..spatial import forces_from_rows
 
@@ -302,3 +305,71 @@ def contact_inertia(model, q, contacts):
     """The contact-space inverse inertia G M^-1 G^T (seed 001 §6.3)."""
     _, G, _ = _contact_terms(model, q, None, contacts, gamma=False)
     return G @ minv(model, q) @ G.T
+
+
+# ------------------------------------------------------------ derivatives ----------------
+
+def _split(out, count):
+    """(count, n, n) stacked matrices (batch first) -> a tuple of count arrays."""
+    return tuple(out[..., k, :, :] for k in range(count))
+
+
+def rnea_derivatives(model, q, v, a):
+    """(d tau / dq, d tau / dv) at (q, v, a); q in the tangent space (Pinocchio's
+    computeRNEADerivatives; d tau / da is M)."""
+    return _split(_call(_derivatives.rnea_derivatives, model, q=q, v=v, a=a), 2)
+
+
+def nle_derivatives(model, q, v):
+    """(d nle / dq, d nle / dv)."""
+    return _split(_call(_derivatives.nle_derivatives, model, q=q, v=v), 2)
+
+
+def gravity_derivatives(model, q):
+    """d g / dq (computeGeneralizedGravityDerivatives)."""
+    return _call(_derivatives.gravity_derivatives, model, q=q)
+
+
+def aba_derivatives(model, q, v, tau):
+    """(d qdd / dq, d qdd / dv, d qdd / d tau = M^-1) (computeABADerivatives)."""
+    return _split(_call(_derivatives.aba_derivatives, model, q=q, v=v, tau=tau), 3)
+
+
+def integrate(model, q, v, dt=1.0):
+    """q (+) v dt (Pinocchio's integrate)."""
+    x = _Inputs()
+    args = [x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")]
+    return x.output(_configuration.integrate(model, OPS, *args, [float(dt)]))
+
+
+def difference(model, q0, q1):
+    """The velocity v with integrate(q0, v, 1) = q1 (Pinocchio's difference)."""
+    x = _Inputs()
+    return x.output(_configuration.difference(model, OPS, x.vector(q0, model.nq, "q0"), x.vector(q1, model.nq, "q1")))
+
+
+# ------------------------------------------------------------ identification -------------
+
+def regressor(model, q, v, a):
+    """Y (nv x 10 nbodies) with Y pi = rnea(q, v, a) (computeJointTorqueRegressor)."""
+    return _call(_regressor.regressor, model, q=q, v=v, a=a)
+
+
+def parameters(model):
+    """pi: per body m, m c, and the rotational inertia about the body origin (xx xy yy xz yz zz)."""
+    return _regressor.parameters(model)
+
+
+def base_parameters(model):
+    """The model's BaseParameters (columns of the base regressor, K with beta = K pi), from
+    seeded random states; computed once per model."""
+    found = model.__dict__.get("_base_parameters")
+    if found is None:
+        found = _regressor.base_parameters(model, lambda q, v, a: regressor(model, q, v, a))
+        model.__dict__["_base_parameters"] = found
+    return found
+
+
+def base_regressor(model, q, v, a):
+    """Y_b = Y[:, base columns]: Y_b K pi = rnea(q, v, a), full column rank."""
+    return _call(_regressor.base_regressor, model, q=q, v=v, a=a)

@@ -53,9 +53,9 @@ def reference_values(model, spec, inputs, body=None):
     args = [[np.ascontiguousarray(inputs[name][:, k]) for k in range(inputs[name].shape[1])]
             for name in spec.inputs]
     values = spec.run(model, OPS, body, *args) if spec.per_body else spec.run(model, OPS, *args)
-    shape, flat = _shape_and_entries(values)
+    _, flat = _shape_and_entries(values)
     columns = [np.broadcast_to(np.asarray(x, dtype=float), (batch,)) for x in flat]
-    return np.stack(columns, axis=-1).reshape((batch,) + shape)
+    return np.stack(columns, axis=-1).reshape((batch,) + tuple(spec.output(model)))
 
 
 def _frames_to_check(module, model, rng):

@@ -1,0 +1,311 @@
+"""Configuration-space operations: Pinocchio's integrate (q (+) v) and difference (q1 (-) q0).
+
+A joint's configurations form a Lie group and v is a velocity in its tangent space,
+expressed in the child frame. q (+) v is the configuration reached from q by the constant
+velocity v in unit time; difference is its inverse, the velocity of the shortest such motion:
+
+- vector spaces (revolute, prismatic, helical, translation, euler_*): q + v and q1 - q0;
+- continuous (one angle): q + v; the difference is wrapped into (-pi, pi];
+- planar, SE(2) as (x, y, theta): M(q) exp(v) and log(M0^-1 M1);
+- spherical, SO(3) as a unit quaternion (x, y, z, w): q (x) exp(w) and log(q0^* (x) q1);
+- free-flyer, SE(3): M(q) exp6(v) and log6(M0^-1 M1), v = [linear; angular].
+
+Identities: integrate(q, difference(q, q1)) = q1 (the same rotation; angles modulo 2 pi) and
+difference(q, integrate(q, v)) = v while every rotation angle in v stays below pi.
+
+Each joint model supplies its own pair (JointModel.integrate / difference, rbdgen/model/
+joints.py) from the group operations below. The coefficients with a removable singularity
+at angle 0 (sin t / t, (t - sin t) / t^3, the logarithm's) are written once for every kind
+of scalar: `_select` takes a series below a threshold and the closed form above, as a
+SymPy expression (IfLess, printed as a C conditional), a float, or a NumPy batch.
+"""
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from ..spatial import cross3, dot3, matTvec3, matvec3, quaternion_to_rotation
+
+# ---------------------------------------------------------------- the algorithms ---------
+
+
+def integrate(model, ops, q, v, dt):
+    """q (+) v dt for every joint (Pinocchio's integrate); dt is a one-element sequence."""
+    dt = dt[0]
+    out = list(q)
+    for i, joint in enumerate(model.joints):
+        q_i = q[joint.idx_q:joint.idx_q + joint.nq]
+        v_i = ops.let("dv", i, [x * dt for x in v[joint.idx_v:joint.idx_v + joint.nv]])
+        out[joint.idx_q:joint.idx_q + joint.nq] = ops.let("qn", i, joint.model.integrate(ops, q_i, v_i))
+    return out
+
+
+def difference(model, ops, q0, q1):
+    """The velocity v with q0 (+) v = q1, the shortest one (Pinocchio's difference)."""
+    out = [0] * model.nv
+    for i, joint in enumerate(model.joints):
+        a = q0[joint.idx_q:joint.idx_q + joint.nq]
+        b = q1[joint.idx_q:joint.idx_q + joint.nq]
+        out[joint.idx_v:joint.idx_v + joint.nv] = ops.let("dq", i, joint.model.difference(ops, a, b))
+    return out
+
+
+# ---------------------------------------------------------------- the groups -------------
+
+def angle_difference(ops, a, b):
+    """b - a wrapped into (-pi, pi]: the difference of a continuous joint's angles."""
+    s, c = ops.sincos(b - a)
+    return _atan2(s, c)
+
+
+def quaternion_integrate(ops, q, w):
+    """q (x) exp(w): the rotation q followed by the rotation vector w in its own frame,
+    normalized (a unit quaternion in, a unit quaternion out)."""
+    return _normalized(ops, quaternion_product(q, ops.let("e", "", _rotation_exp(ops, w).quaternion(1))))
+
+
+def quaternion_difference(ops, q0, q1):
+    """log(q0^* (x) q1): the rotation vector, angle in [0, pi], that turns q0 into q1."""
+    return _rotation_log(ops, quaternion_product(_conjugate(q0), q1)).omega
+
+
+def se3_integrate(ops, q, v):
+    """M(q) exp6(v) for q = [x y z qx qy qz qw], v = [linear; angular] in the body frame.
+
+    exp6 moves by V(w) v_linear, V = 1 + (1 - cos t)/t^2 w~ + (t - sin t)/t^3 w~^2, t = |w|.
+    The quaternion is taken, as Pinocchio does, in the hemisphere of q (q . result >= 0).
+    """
+    p, quat = q[0:3], q[3:7]
+    exp = _rotation_exp(ops, v[3:6])
+    w, t2 = v[3:6], exp.angle2
+    b = ops.let("b", "", 2 * exp.sin_half_over_angle * exp.sin_half_over_angle)   # (1 - cos t)/t^2
+    c = ops.let("c", "", _sin_defect(exp.angle, t2, 2 * exp.sin_half * exp.cos_half))
+    u = v[0:3]
+    wxu, wu = cross3(w, u), dot3(w, u)
+    moved = ops.let("Vv", "", [u[k] + b * wxu[k] + c * (wu * w[k] - t2 * u[k]) for k in range(3)])
+    R = ops.let("R", "", quaternion_to_rotation(*quat))
+    step = matvec3(R, moved)
+    # exp(w)'s real part is cos(t/2); Pinocchio keeps q . result = cos(t/2) |q|^2 >= 0
+    sign = ops.let("sgn", "", _select(exp.cos_half, 0, lambda safe: -1, lambda safe: 1))
+    turn = ops.let("e", "", exp.quaternion(sign))
+    return [p[k] + step[k] for k in range(3)] + _normalized(ops, quaternion_product(quat, turn))
+
+
+def se3_difference(ops, q0, q1):
+    """log6(M0^-1 M1): [linear; angular] velocity in the frame of q0 that reaches q1 in unit time.
+
+    With the rotation vector w (angle t in [0, pi]) of R0^T R1 and p = R0^T (p1 - p0),
+    v_linear = V(w)^-1 p = alpha p - w x p / 2 + gamma w (w . p), alpha = (t/2) cot(t/2),
+    gamma = (1 - alpha) / t^2.
+    """
+    R0 = ops.let("R", "", quaternion_to_rotation(*q0[3:7]))
+    p = ops.let("p", "", matTvec3(R0, [b - a for a, b in zip(q0[0:3], q1[0:3])]))
+    log = _rotation_log(ops, quaternion_product(_conjugate(q0[3:7]), q1[3:7]))
+    w = log.omega
+    alpha = ops.let("alpha", "", log.half_angle_over_sin * log.cos_half)
+    gamma = ops.let("gamma", "", _log_defect(log.half_angle, alpha))
+    wxp, wp = cross3(w, p), dot3(w, p)
+    return [alpha * p[k] - wxp[k] / 2 + gamma * wp * w[k] for k in range(3)] + list(w)
+
+
+def se2_integrate(ops, q, v):
+    """M(q) exp(v) for q = [x, y, theta], v = [vx, vy, omega] in the body frame: the position
+    moves by R(theta) V(omega) (vx, vy), V = [[sin w / w, -(1 - cos w)/w], [(1 - cos w)/w, sin w / w]]."""
+    half = ops.let("h", "", v[2] / 2)
+    sh, ch = ops.sincos(half)
+    k = ops.let("sinc", "", _sinc(half, sh))
+    a, b = ch * k, sh * k                # sin w / w and (1 - cos w) / w
+    tx = ops.let("t", "", a * v[0] - b * v[1])
+    ty = ops.let("t", "", b * v[0] + a * v[1])
+    s, c = ops.sincos(q[2])
+    return [q[0] + c * tx - s * ty, q[1] + s * tx + c * ty, q[2] + v[2]]
+
+
+def se2_difference(ops, q0, q1):
+    """log(M0^-1 M1): the angle difference w in (-pi, pi] and V(w)^-1 R(theta0)^T (p1 - p0),
+    V^-1 = [[h cot h, h], [-h, h cot h]] with h = w / 2."""
+    w = ops.let("w", "", angle_difference(ops, q0[2], q1[2]))
+    s, c = ops.sincos(q0[2])
+    dx, dy = q1[0] - q0[0], q1[1] - q0[1]
+    px, py = ops.let("p", "", [c * dx + s * dy, c * dy - s * dx])
+    half = ops.let("h", "", w / 2)
+    sh, ch = ops.sincos(half)
+    alpha = ops.let("alpha", "", ch / _sinc(half, sh))
+    return [alpha * px + half * py, alpha * py - half * px, w]
+
+
+# ---------------------------------------------------------------- SO(3) ------------------
+
+def quaternion_product(a, b):
+    """Hamilton product a (x) b of quaternions (x, y, z, w): R(a b) = R(a) R(b)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return [aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz]
+
+
+def _conjugate(q):
+    return [-q[0], -q[1], -q[2], q[3]]
+
+
+def _normalized(ops, quat):
+    norm = ops.let("norm", "", _sqrt(ops.let("norm2", "", dot4(quat, quat))))
+    inverse = ops.let("inv", "", 1 / norm)
+    return [x * inverse for x in quat]
+
+
+def dot4(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+
+
+class _Exp:
+    """exp(w) of a rotation vector w and the pieces of it that SE(3) reuses."""
+
+    def __init__(self, ops, w, angle, angle2, sin_half, cos_half, sin_half_over_angle):
+        self._ops, self._w = ops, w
+        self.angle, self.angle2 = angle, angle2
+        self.sin_half, self.cos_half = sin_half, cos_half
+        self.sin_half_over_angle = sin_half_over_angle
+
+    def quaternion(self, sign):
+        """sign * exp(w) = sign (sin(t/2) w / t, cos(t/2))."""
+        k = self._ops.let("k", "", sign * self.sin_half_over_angle)
+        return [k * self._w[0], k * self._w[1], k * self._w[2], sign * self.cos_half]
+
+
+def _rotation_exp(ops, w):
+    """exp(w) = (sin(t/2) w / t, cos(t/2)), t = |w|."""
+    t2 = ops.let("t2", "", dot3(w, w))
+    t = ops.let("t", "", _sqrt(t2))
+    half = ops.let("h", "", t / 2)
+    sh, ch = ops.sincos(half)
+    k = ops.let("k", "", _sinc(half, sh) / 2)      # sin(t/2) / t
+    return _Exp(ops, w, t, t2, sh, ch, k)
+
+
+class _Log:
+    """log of a unit quaternion and the pieces of it that SE(3) reuses."""
+
+    def __init__(self, omega, half_angle, half_angle_over_sin, cos_half):
+        self.omega, self.half_angle = omega, half_angle
+        self.half_angle_over_sin, self.cos_half = half_angle_over_sin, cos_half
+
+
+def _rotation_log(ops, e):
+    """The rotation vector of the quaternion e, angle t in [0, pi]: e is taken with e_w >= 0
+    (e and -e are the same rotation), t/2 = atan2(|e_xyz|, e_w), w = t e_xyz / |e_xyz|.
+    atan2 stays accurate at every angle, up to pi where e_w = 0."""
+    sign = ops.let("sgn", "", _select(e[3], 0, lambda safe: -1, lambda safe: 1))
+    cos_half = ops.let("ew", "", sign * e[3])
+    s2 = ops.let("s2", "", dot3(e[0:3], e[0:3]))
+    s = ops.let("s", "", _sqrt(s2))
+    half = ops.let("h", "", _atan2(s, cos_half))
+    ratio = ops.let("k", "", _select(s2, 1e-10, lambda safe: (1 - s2 / (3 * cos_half * cos_half)) / safe(cos_half),
+                                     lambda safe: half / safe(s)))      # (t/2) / |e_xyz|
+    scale = ops.let("k", "", 2 * sign * ratio)
+    return _Log(ops.let("w", "", [scale * x for x in e[0:3]]), half, ratio, cos_half)
+
+
+# ---------------------------------------------------------------- scalar functions -------
+# Each works on floats, NumPy batches and SymPy expressions alike (dispatch on the type of
+# the scalar, never on its value in the algorithms). The series are Taylor series; their
+# thresholds keep both the series and the closed form within a few ulp (tested against
+# mpmath in tests/test_configuration.py).
+
+class IfLess(sp.Function):
+    """IfLess(x, threshold, below, above): `below` where x < threshold, else `above`.
+    Printed to C as the conditional (x < threshold ? below : above)."""
+
+    nargs = 4
+    is_real = True
+    is_finite = True
+
+    @classmethod
+    def eval(cls, x, threshold, below, above):
+        if x.is_Number and threshold.is_Number:
+            return below if x < threshold else above
+        if below == above:
+            return below
+        return None
+
+
+def _same(d):
+    return d
+
+
+def _select(x, threshold, below, above):
+    """below(safe) where x < threshold, else above(safe), for any kind of scalar x.
+
+    `safe(d)` is d itself, except in a NumPy batch: there it is 1 in the lanes that take the
+    other formula, so that no lane divides by zero (both formulas are evaluated everywhere).
+    """
+    if isinstance(x, sp.Basic):
+        return IfLess(x, threshold, below(_same), above(_same))
+    if isinstance(x, np.ndarray):
+        small = x < threshold
+        return np.where(small, below(lambda d: np.where(small, d, 1.0)), above(lambda d: np.where(small, 1.0, d)))
+    return below(_same) if x < threshold else above(_same)
+
+
+def _sqrt(x):
+    if isinstance(x, sp.Basic):
+        return sp.sqrt(x)
+    if isinstance(x, np.ndarray):
+        return np.sqrt(x)
+    return math.sqrt(x)
+
+
+def _atan2(y, x):
+    if isinstance(y, sp.Basic) or isinstance(x, sp.Basic):
+        return sp.atan2(y, x)
+    if isinstance(y, np.ndarray) or isinstance(x, np.ndarray):
+        return np.arctan2(y, x)
+    return math.atan2(y, x)
+
+
+def _polynomial(coefficients, x):
+    """c0 + c1 x + c2 x^2 + ... by Horner's rule."""
+    value = coefficients[-1]
+    for c in reversed(coefficients[:-1]):
+        value = c + x * value
+    return value
+
+
+# sin(t)/t = sum (-1)^j t^2j / (2j + 1)!: below t^2 = 1e-6 the terms after t^4 are < 1e-25
+_SINC_SERIES = (1.0, -1 / 6, 1 / 120)
+# (t - sin t)/t^3 = sum (-1)^j t^2j / (2j + 3)!: nine terms below t^2 = 1, where the closed
+# form loses up to ~9 eps / t^2 to cancellation
+_SIN_DEFECT_SERIES = tuple((-1) ** j / math.factorial(2 * j + 3) for j in range(9))
+
+
+def _log_defect_series(terms):
+    """(1 - h cot h) / (4 h^2) = sum_n 4^n |B_2n| / (2n)! h^(2n-2) / 4 (Bernoulli numbers):
+    the terms fall as (h / pi)^2."""
+    return tuple(float(4 ** n * abs(sp.bernoulli(2 * n)) / sp.factorial(2 * n) / 4) for n in range(1, terms + 1))
+
+
+# fourteen terms below h^2 = 0.5 (the closed form's cancellation costs ~12 eps / h^2)
+_LOG_DEFECT_SERIES = _log_defect_series(14)
+
+
+def _sinc(t, sin_t):
+    """sin(t) / t, given sin_t = sin(t); 1 at t = 0."""
+    t2 = t * t
+    return _select(t2, 1e-6, lambda safe: _polynomial(_SINC_SERIES, t2), lambda safe: sin_t / safe(t))
+
+
+def _sin_defect(t, t2, sin_t):
+    """(t - sin t) / t^3 for t >= 0 with t2 = t^2, given sin_t = sin(t); 1/6 at t = 0."""
+    return _select(t2, 1.0, lambda safe: _polynomial(_SIN_DEFECT_SERIES, t2),
+                   lambda safe: (t - sin_t) / (safe(t) * safe(t2)))
+
+
+def _log_defect(h, alpha):
+    """(1 - alpha) / (4 h^2) with alpha = h cot h: the coefficient gamma of V^-1 in SE(3)'s
+    log, for the half angle h in [0, pi/2]; 1/12 at h = 0."""
+    h2 = h * h
+    return _select(h2, 0.5, lambda safe: _polynomial(_LOG_DEFECT_SERIES, h2),
+                   lambda safe: (1 - alpha) / (4 * safe(h2)))

@@ -1,0 +1,145 @@
+"""The inertial-parameter regressor: tau = Y(q, v, a) pi, and the base parameters.
+
+pi holds ten numbers per body in Pinocchio's order: m, m c (3), and the rotational inertia
+about the body origin Ixx, Ixy, Iyy, Ixz, Iyz, Izz. A body's force f_i = I_i a_i + v_i x* I_i v_i
+is linear in them: f_i = A_i pi_i, where A_i's columns come from running that one formula
+on parameters seeded as duals (derivatives.Dual), so the formula is not written again.
+Joint k's torque gets body i's share through the body-frame Jacobian of i:
+Y[k, block i] = (X_ik S_k) . A_i for every ancestor coordinate k, which transforms one
+motion per pair instead of ten forces per pair (Pinocchio's way).
+
+The base parameters are the identifiable combinations: a QR factorization with column
+pivoting of Y stacked over random states selects independent columns Y_b, and every other
+column is a fixed combination of them, Y_d = Y_b R_b^-1 R_d, so tau = Y_b (pi_b + R_b^-1 R_d pi_d).
+"""
+
+import numpy as np
+
+from ..spatial import Force, Inertia
+from ..model import mimic
+from .derivatives import Dual
+from .kinematics import body_accelerations, body_velocities, gravity_acceleration, joint_kinematics
+
+PER_BODY = 10
+# Pinocchio's order of the rotational inertia's six entries
+INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
+
+
+def parameters(model):
+    """pi of the model's bodies (the tree's, with mimic joints), as a NumPy array."""
+    out = []
+    for inertia in model.full.inertia:
+        out += [float(inertia.m)] + [float(x) for x in inertia.h] + [float(inertia.I[r][c]) for r, c in INERTIA_ENTRIES]
+    return np.array(out)
+
+
+def _seeded_inertia():
+    """An inertia whose ten parameters are the directions 0..9 (their values do not matter:
+    forces are linear in them)."""
+    entry = {rc: Dual(0, {4 + k: 1}) for k, rc in enumerate(INERTIA_ENTRIES)}
+    I = [[entry[min(r, c), max(r, c)] for c in range(3)] for r in range(3)]
+    return Inertia(Dual(0, {0: 1}), [Dual(0, {1 + k: 1}) for k in range(3)], I)
+
+
+def _columns(x):
+    return [x.d.get(k, 0) if isinstance(x, Dual) else 0 for k in range(PER_BODY)]
+
+
+def body_regressor(velocity, acceleration):
+    """A_i: the force as ten Forces, one per parameter."""
+    f = _seeded_inertia().force(acceleration, velocity)
+    ang = [_columns(x) for x in f.ang]
+    lin = [_columns(x) for x in f.lin]
+    return [Force([ang[r][c] for r in range(3)], [lin[r][c] for r in range(3)]) for c in range(PER_BODY)]
+
+
+def regressor(model, ops, q, v, a):
+    """Y (nv x 10 nbodies) with Y pi = rnea(q, v, a)."""
+    tree = model.full
+    q_full, v_full, a_full = mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
+    kin = joint_kinematics(tree, ops, q_full, v_full)
+    velocities = body_velocities(tree, ops, kin, v_full)
+    accelerations = body_accelerations(tree, ops, kin, velocities, v_full, a_full, gravity_acceleration(tree))
+    Y = [[0] * (PER_BODY * tree.nbodies) for _ in range(tree.nv)]
+    axes = [None] * tree.nbodies     # body i's Jacobian in its own frame: coordinate -> Motion
+    for i, k in enumerate(kin):
+        p = tree.parent[i]
+        axes[i] = {} if p < 0 else {c: ops.let("Jb", i, k.X_up.apply_motion(s)) for c, s in axes[p].items()}
+        joint = tree.joints[i]
+        axes[i].update((joint.idx_v + n, s) for n, s in enumerate(k.S))
+        A = ops.let("A", i, body_regressor(velocities[i], accelerations[i]))
+        for coordinate, s in axes[i].items():
+            Y[coordinate][PER_BODY * i:PER_BODY * (i + 1)] = [s.dot(f) for f in A]
+    columns = [mimic.reduce_force(model, [row[c] for row in Y]) for c in range(len(Y[0]))]
+    return [[column[r] for column in columns] for r in range(model.nv)]
+
+
+def base_regressor(model, ops, q, v, a):
+    """Y_b: the regressor's base columns (the model's BaseParameters, computed on numbers once)."""
+    from ..runtime.reference import base_parameters
+    columns = base_parameters(model).columns
+    return [[row[c] for c in columns] for row in regressor(model, ops, q, v, a)]
+
+
+# ------------------------------------------------------------ base parameters ------------
+
+BASE_STATES = 40          # random states stacked (each gives nv rows)
+BASE_SEED = 20260101
+RANK_TOL = 1e-9           # a pivot below this times the largest is a dependent column
+SNAP_TOL = 1e-10          # entries of R_b^-1 R_d this close to a round value are taken as exact
+
+
+class BaseParameters:
+    """The identifiable combinations of pi: beta = K pi, tau = Y[:, columns] beta."""
+
+    def __init__(self, columns, K):
+        self.columns = tuple(int(c) for c in columns)
+        self.K = K
+
+    def to_json(self):
+        return {"columns": list(self.columns), "K": self.K.tolist()}
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(data["columns"], np.array(data["K"], dtype=float).reshape(len(data["columns"]), -1))
+
+
+def base_parameters(model, regressor_of_states):
+    """BaseParameters of a model from `regressor_of_states(q, v, a)` -> (B, nv, 10 nb) on
+    seeded random states (the reference's regressor)."""
+    from ..runtime.states import random_state
+    rng = np.random.default_rng(BASE_SEED)
+    q, v, a = random_state(model, rng, BASE_STATES)
+    W = np.asarray(regressor_of_states(q, v, a)).reshape(-1, PER_BODY * model.full.nbodies)
+    R, order = _pivoted_r(W)
+    diagonal = np.abs(np.diag(R))
+    rank = int(np.sum(diagonal > RANK_TOL * max(diagonal[0], 1e-300)))
+    independent, dependent = order[:rank], order[rank:]
+    relation = np.linalg.solve(R[:rank, :rank], R[:rank, rank:])
+    relation = np.where(np.abs(relation - np.round(relation)) < SNAP_TOL, np.round(relation), relation)
+    K = np.zeros((rank, W.shape[1]))
+    K[np.arange(rank), independent] = 1.0
+    K[:, dependent] = relation
+    keep = np.argsort(independent)       # base columns in the regressor's order
+    return BaseParameters(independent[keep], K[keep])
+
+
+def _pivoted_r(W):
+    """R and the column order of a Householder QR with column pivoting (Businger-Golub):
+    at each step the remaining column of largest norm goes next."""
+    A = np.array(W, dtype=float)
+    m, n = A.shape
+    order = np.arange(n)
+    for k in range(min(m, n)):
+        norms = np.einsum("ij,ij->j", A[k:, k:], A[k:, k:])
+        j = k + int(np.argmax(norms))
+        A[:, [k, j]], order[[k, j]] = A[:, [j, k]], order[[j, k]]
+        x = A[k:, k]
+        alpha = -np.copysign(np.linalg.norm(x), x[0])
+        u = x.copy()
+        u[0] -= alpha
+        norm_u = np.linalg.norm(u)
+        if norm_u > 0:
+            u /= norm_u
+            A[k:, k:] -= 2.0 * np.outer(u, u @ A[k:, k:])
+    return np.triu(A[:min(m, n)]), order

@@ -1,0 +1,204 @@
+"""Derivatives and identification (rbdgen/algorithms/derivatives.py and regressor.py).
+
+1. rbdgen.reference against Pinocchio on six example-robot-data robots, fixed and floating
+   base: computeRNEADerivatives, computeABADerivatives, computeGeneralizedGravityDerivatives
+   and computeJointTorqueRegressor, 1e-8 relative.
+2. Random trees with every joint type, fixed and floating: central finite differences along
+   q (+) t dq (tests/trees.integrate, the tangent-space convention), v and tau; the
+   identities Y pi = rnea, d qdd / dq = -M^-1 d tau / dq at tau = rnea(q, v, qdd),
+   nle_derivatives = rnea_derivatives at a = 0; and the base regressor: full column rank on
+   stacked random states, Y_b beta = tau.
+3. A generated module (built once per session) against the reference: every function, one
+   state and a batch, out=; parameters() and base_parameters(); the README's identification
+   example (pi from noisy torques by least squares).
+"""
+
+import functools
+import warnings
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import rbdgen
+from helpers import REL_TOL_GENERATED, ROBOTS, assert_close, pinocchio_model, random_state, robot_path, to_pinocchio_q
+from rbdgen import reference as ref
+from trees import ALL_JOINT_TYPES, integrate, random_tree
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+REL_TOL_DERIVATIVES = 1e-8    # against Pinocchio's derivatives (issue 9)
+FD_STEP = 1e-6
+FD_TOL = 1e-6                 # central differences: O(h^2) truncation, O(eps / h) rounding
+PIN_ROBOTS = ["ur5", "panda", "allegro", "solo12", "anymal", "talos"]
+TREES = {
+    "tree-fixed": (911, len(ALL_JOINT_TYPES) + 1, False),
+    "tree-floating": (912, len(ALL_JOINT_TYPES) + 2, True),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def robot_model(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
+
+
+@functools.lru_cache(maxsize=None)
+def tree_model(key):
+    seed, n, floating = TREES[key]
+    return random_tree(seed, n, ALL_JOINT_TYPES, floating_base=floating)
+
+
+def _symmetric_minv(data):
+    return np.triu(data.Minv) + np.triu(data.Minv, 1).T
+
+
+@pytest.mark.parametrize("name", PIN_ROBOTS)
+def test_reference_matches_pinocchio(name):
+    model, pm = robot_model(name), pinocchio_model(name)
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        q, v, a = random_state(model, rng)
+        tau = rng.normal(size=model.nv)
+        qp = to_pinocchio_q(model, q)
+        pin.computeRNEADerivatives(pm, data, qp, v, a)
+        dq, dv = ref.rnea_derivatives(model, q, v, a)
+        assert_close(f"{name} dtau_dq", dq, data.dtau_dq, REL_TOL_DERIVATIVES)
+        assert_close(f"{name} dtau_dv", dv, data.dtau_dv, REL_TOL_DERIVATIVES)
+        pin.computeABADerivatives(pm, data, qp, v, tau)
+        for label, ours, theirs in zip(("ddq_dq", "ddq_dv", "ddq_dtau"), ref.aba_derivatives(model, q, v, tau),
+                                       (data.ddq_dq, data.ddq_dv, _symmetric_minv(data))):
+            assert_close(f"{name} {label}", ours, theirs, REL_TOL_DERIVATIVES)
+        assert_close(f"{name} dg_dq", ref.gravity_derivatives(model, q),
+                     pin.computeGeneralizedGravityDerivatives(pm, data, qp), REL_TOL_DERIVATIVES)
+        assert_close(f"{name} regressor", ref.regressor(model, q, v, a),
+                     pin.computeJointTorqueRegressor(pm, data, qp, v, a), REL_TOL_DERIVATIVES)
+    assert_close(f"{name} parameters", ref.parameters(model),
+                 np.concatenate([I.toDynamicParameters() for I in pm.inertias[1:]]), REL_TOL_DERIVATIVES)
+
+
+def _central(f, x0, step, move):
+    """(f(move(x0, +h e_k)) - f(move(x0, -h e_k))) / 2h for every direction k, as columns."""
+    columns = []
+    for k in range(step):
+        e = np.zeros(step)
+        e[k] = FD_STEP
+        columns.append((f(move(x0, e)) - f(move(x0, -e))) / (2 * FD_STEP))
+    return np.stack(columns, axis=-1)
+
+
+@pytest.mark.parametrize("key", list(TREES))
+def test_finite_differences_on_trees(key):
+    model = tree_model(key)
+    rng = np.random.default_rng(17)
+    q, v, a = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    along_q = functools.partial(_central, step=model.nv, move=lambda x, e: integrate(model, x, e))
+    along_v = functools.partial(_central, step=model.nv, move=lambda x, e: x + e)
+    dq, dv = ref.rnea_derivatives(model, q, v, a)
+    assert_close(f"{key} dtau_dq", dq, along_q(lambda x: ref.rnea(model, x, v, a), q), FD_TOL)
+    assert_close(f"{key} dtau_dv", dv, along_v(lambda x: ref.rnea(model, q, x, a), v), FD_TOL)
+    ddq = ref.aba_derivatives(model, q, v, tau)
+    assert_close(f"{key} ddq_dq", ddq[0], along_q(lambda x: ref.aba(model, x, v, tau), q), FD_TOL)
+    assert_close(f"{key} ddq_dv", ddq[1], along_v(lambda x: ref.aba(model, q, x, tau), v), FD_TOL)
+    assert_close(f"{key} ddq_dtau", ddq[2], along_v(lambda x: ref.aba(model, q, v, x), tau), FD_TOL)
+    assert_close(f"{key} dg_dq", ref.gravity_derivatives(model, q), along_q(lambda x: ref.gravity(model, x), q), FD_TOL)
+
+
+@pytest.mark.parametrize("key", list(TREES))
+def test_identities_on_trees(key):
+    model = tree_model(key)
+    rng = np.random.default_rng(23)
+    q, v, qdd = random_state(model, rng)
+    tau = ref.rnea(model, q, v, qdd)
+    dq, dv = ref.rnea_derivatives(model, q, v, qdd)
+    Minv = ref.minv(model, q)
+    ddq_dq, ddq_dv, ddq_dtau = ref.aba_derivatives(model, q, v, tau)
+    assert_close(f"{key} ddq_dq = -Minv dtau_dq", ddq_dq, -Minv @ dq, REL_TOL_DERIVATIVES)
+    assert_close(f"{key} ddq_dv = -Minv dtau_dv", ddq_dv, -Minv @ dv, REL_TOL_DERIVATIVES)
+    assert_close(f"{key} ddq_dtau = Minv", ddq_dtau, Minv, REL_TOL_DERIVATIVES)
+    for ours, at_zero in zip(ref.nle_derivatives(model, q, v), ref.rnea_derivatives(model, q, v, np.zeros(model.nv))):
+        assert_close(f"{key} nle_derivatives", ours, at_zero, REL_TOL_DERIVATIVES)
+    assert_close(f"{key} Y pi = tau", ref.regressor(model, q, v, qdd) @ ref.parameters(model), tau,
+                 REL_TOL_DERIVATIVES)
+
+
+@pytest.mark.parametrize("key", ["tree-floating", "solo12", "ur5"])
+def test_base_regressor(key):
+    model = tree_model(key) if key in TREES else robot_model(key)
+    base = ref.base_parameters(model)
+    rng = np.random.default_rng(29)
+    q, v, a = random_state(model, rng, batch=30)
+    Yb = ref.base_regressor(model, q, v, a)
+    stacked = Yb.reshape(-1, Yb.shape[-1])
+    assert np.linalg.matrix_rank(stacked) == len(base.columns), f"{key}: the base regressor is rank deficient"
+    beta = base.K @ ref.parameters(model)
+    assert_close(f"{key} Y_b beta = tau", Yb @ beta, ref.rnea(model, q, v, a), REL_TOL_DERIVATIVES)
+    # any pi, not only the URDF's: beta = K pi carries all that the torques see of it
+    pi = rng.normal(size=base.K.shape[1])
+    assert_close(f"{key} Y pi = Y_b K pi", ref.regressor(model, q, v, a) @ pi, Yb @ (base.K @ pi), REL_TOL_DERIVATIVES)
+
+
+# ------------------------------------------------------------ generated modules ----------
+
+GENERATED = ["rnea_derivatives", "aba_derivatives", "nle_derivatives", "gravity_derivatives", "regressor",
+             "base_regressor"]
+
+
+@pytest.fixture(scope="session")
+def derivatives_module(tmp_path_factory):
+    model = tree_model("tree-floating")
+    out = str(tmp_path_factory.mktemp("derivatives"))
+    return rbdgen.build_model(model, out_dir=out, algorithms=GENERATED), model
+
+
+def test_generated_matches_reference(derivatives_module):
+    module, model = derivatives_module
+    rng = np.random.default_rng(31)
+    q, v, a = random_state(model, rng, batch=4)
+    calls = {"rnea_derivatives": (q, v, a), "aba_derivatives": (q, v, a), "nle_derivatives": (q, v),
+             "gravity_derivatives": (q,), "regressor": (q, v, a), "base_regressor": (q, v, a)}
+    for name, args in calls.items():
+        batch = getattr(module, name)(*args)
+        expected = getattr(ref, name)(model, *args)
+        single = getattr(module, name)(*(x[1] for x in args))
+        if isinstance(expected, tuple):
+            assert isinstance(batch, tuple) and len(batch) == len(expected), name
+            for k, (b, s, e) in enumerate(zip(batch, single, expected)):
+                assert_close(f"{name}[{k}] batch", b, e, REL_TOL_GENERATED)
+                assert_close(f"{name}[{k}] single", s, e[1], REL_TOL_GENERATED)
+        else:
+            assert_close(f"{name} batch", batch, expected, REL_TOL_GENERATED)
+            assert_close(f"{name} single", single, expected[1], REL_TOL_GENERATED)
+    out = np.empty((4, 2 * model.nv * model.nv))
+    dq, dv = module.rnea_derivatives(q, v, a, out=out)
+    assert np.shares_memory(dq, out) and np.shares_memory(dv, out)
+    assert_close("rnea_derivatives out=", dq, ref.rnea_derivatives(model, q, v, a)[0], REL_TOL_GENERATED)
+
+
+def test_generated_parameters(derivatives_module):
+    module, model = derivatives_module
+    assert_close("parameters()", module.parameters(), ref.parameters(model), 0.0, abs_floor=1e-300)
+    base = ref.base_parameters(model)
+    assert_close("base_parameters()", module.base_parameters(), base.K @ ref.parameters(model), 1e-12)
+    pi = np.random.default_rng(37).normal(size=(3, base.K.shape[1]))
+    assert_close("base_parameters(pi)", module.base_parameters(pi), pi @ base.K.T, 1e-12)
+    K, columns = module.base_parameter_map()
+    assert columns == base.columns
+    with pytest.raises(ValueError, match="pi"):
+        module.base_parameters(np.ones(3))
+
+
+def test_identification_example(derivatives_module):
+    """The README's example: beta from noisy torques by least squares predicts the torques."""
+    module, model = derivatives_module
+    rng = np.random.default_rng(41)
+    q, v, a = random_state(model, rng, batch=200)
+    tau = ref.rnea(model, q, v, a) + rng.normal(scale=0.01, size=(200, model.nv))
+    Yb = module.base_regressor(q, v, a)
+    beta, *_ = np.linalg.lstsq(Yb.reshape(-1, Yb.shape[-1]), tau.ravel(), rcond=None)
+    q, v, a = random_state(model, rng, batch=50)
+    error = module.base_regressor(q, v, a) @ beta - ref.rnea(model, q, v, a)
+    assert np.sqrt(np.mean(error ** 2)) < 0.01, "identified parameters predict torques worse than the noise"
