@@ -87,6 +87,10 @@ def flops(expr):
         exp = args[1]
         own = abs(int(exp)) - 1 + (1 if exp < 0 else 0) if exp.is_Integer else 1
         return own + flops(args[0])
+    elif type(expr).__name__ == "IfLess":
+        # a C conditional: the comparison, then one branch (the costlier is counted)
+        x, threshold, below, above = args
+        return 1 + flops(x) + flops(threshold) + max(flops(below), flops(above))
     else:
         own = 1  # a function call
     return own + sum(flops(a) for a in args)

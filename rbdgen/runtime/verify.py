@@ -43,7 +43,8 @@ def random_inputs(model, rng, batch):
     return {"q": q, "v": v, "a": a, "tau": rng.normal(size=(batch, model.nv)),
             "fext": rng.normal(size=(batch, 6 * model.nbodies)),
             # damped: declared contacts that happen to be redundant still give numbers to compare
-            "damping": np.full((batch, 1), _DAMPING), "restitution": np.full((batch, 1), 0.5)}
+            "damping": np.full((batch, 1), _DAMPING), "restitution": np.full((batch, 1), 0.5),
+            "q1": random_state(model, rng, batch)[0], "dt": np.full((batch, 1), 0.37)}
 
 
 def reference_values(model, spec, inputs, body=None):
