@@ -19,7 +19,7 @@ delta (size nv) moves q to q (+) delta, so the seed of q is the map v -> q-dot o
 """
 
 from ..spatial import map_scalars, sum_terms
-from . import mimic
+from . import constrained, mimic
 
 
 def _is_exact_zero(x):
@@ -159,11 +159,36 @@ def derivative_columns(outputs, directions):
 
 # ------------------------------------------------------------ the functions --------------
 
+def derivatives_of(model, ops, run, inputs, wrt, count=None):
+    """d run(model, ops, *values) / d each input named in `wrt`, as matrices (one row per
+    output scalar, the first `count` of them if given).
+
+    `inputs` is [(name, values)]: a configuration "q" is seeded in its tangent space (nv
+    directions), any other input one direction per entry; inputs not in `wrt` stay plain.
+    """
+    seeded, blocks, first = [], [], 0
+    for name, values in inputs:
+        if name not in wrt:
+            seeded.append(values)
+            continue
+        size = model.nv if name == "q" else len(values)
+        seeded.append(seed_configuration(model, ops, values, first) if name == "q" else seed(values, first))
+        blocks.append(range(first, first + size))
+        first += size
+    outputs = _flatten(run(model, DualOps(ops), *seeded))
+    outputs = outputs if count is None else outputs[:count]
+    return [derivative_columns(outputs, block) for block in blocks]
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
 def rnea_derivatives(model, ops, q, v, a):
     """(d tau / dq, d tau / dv) at (q, v, a), q in the tangent space (d tau / da is M)."""
-    nv = model.nv
-    tau = mimic.rnea(model, DualOps(ops), seed_configuration(model, ops, q), seed(v, nv), a)
-    return [derivative_columns(tau, range(nv)), derivative_columns(tau, range(nv, 2 * nv))]
+    return derivatives_of(model, ops, mimic.rnea, [("q", q), ("v", v), ("a", a)], ("q", "v"))
 
 
 def nle_derivatives(model, ops, q, v):
@@ -173,8 +198,17 @@ def nle_derivatives(model, ops, q, v):
 
 def gravity_derivatives(model, ops, q):
     """d g / dq (Pinocchio's computeGeneralizedGravityDerivatives)."""
-    g = mimic.gravity(model, DualOps(ops), seed_configuration(model, ops, q))
-    return derivative_columns(g, range(model.nv))
+    return derivatives_of(model, ops, mimic.gravity, [("q", q)], ("q",))[0]
+
+
+def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
+    """[ddq_dq, ddq_dv, ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau] of contact_dynamics with
+    the declared contacts: forward mode through constrained.contact_dynamics (its factorization
+    and KKT solve included), which is Pinocchio's computeConstraintDynamicsDerivatives."""
+    rows = model.nv + sum(c.rows for c in contacts)
+    run = lambda m, o, *x: constrained.contact_dynamics(m, o, contacts, *x, damping)
+    blocks = derivatives_of(model, ops, run, [("q", q), ("v", v), ("tau", tau)], ("q", "v", "tau"), rows)
+    return [block[:model.nv] for block in blocks] + [block[model.nv:] for block in blocks]
 
 
 def aba_derivatives(model, ops, q, v, tau):

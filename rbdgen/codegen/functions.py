@@ -124,8 +124,30 @@ def _frame_functions():
             FunctionSpec(f"frame_classical_acceleration_{reference}", ("q", "v", "a", "placement"), lambda m: (6,),
                          _frame_run(mimic.frame_acceleration, reference, True),
                          f"The classical acceleration of a frame's origin in {reference} coordinates.", per_body=True),
+            # built when named: getFrameVelocityDerivatives / getFrameAccelerationDerivatives
+            FunctionSpec(f"frame_velocity_derivatives_{reference}", ("q", "v", "placement"), lambda m: (12 * m.nv,),
+                         _frame_derivatives(mimic.frame_velocity, reference, ("q", "v")),
+                         f"d/dq and d/dv of a frame's spatial velocity in {reference} coordinates.", per_body=True,
+                         parts=_six_by_nv("dv_dq", "dv_dv"), default=False),
+            FunctionSpec(f"frame_acceleration_derivatives_{reference}", ("q", "v", "a", "placement"),
+                         lambda m: (18 * m.nv,), _frame_derivatives(mimic.frame_acceleration, reference, ("q", "v", "a")),
+                         f"d/dq, d/dv and d/da of a frame's spatial acceleration in {reference} coordinates.",
+                         per_body=True, parts=_six_by_nv("da_dq", "da_dv", "da_da"), default=False),
         ]
     return specs
+
+
+def _six_by_nv(*names):
+    return lambda m: tuple((name, (6, m.nv)) for name in names)
+
+
+def _frame_derivatives(function, reference, wrt):
+    """The derivatives of a function of a frame with respect to its states `wrt` (forward mode)."""
+    def run(model, ops, body, *inputs):
+        *states, placement = inputs
+        return derivatives.derivatives_of(
+            model, ops, lambda m, o, *x: function(m, o, body, placement, *x, reference), list(zip(wrt, states)), wrt)
+    return run
 
 
 def _frame_run(function, *extra):
@@ -202,6 +224,11 @@ def contact_functions(contacts):
                      "Forward dynamics with the declared contacts held (seed 000 eq. 7): q-ddot, multipliers, "
                      "and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
                      parts=outcome("qdd"), declared=True),
+        FunctionSpec("contact_dynamics_derivatives", ("q", "v", "tau", "damping"), lambda model: (3 * (model.nv + m) * model.nv,),
+                     lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, d),
+                     "d/dq, d/dv and d/dtau of contact_dynamics' q-ddot and multipliers "
+                     "(Pinocchio's computeConstraintDynamicsDerivatives).",
+                     parts=lambda model: _contact_derivative_parts(model, m), default=False),
         FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
                      lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
                      "Velocity after an impact on the declared contacts (seed 000 eq. 10): v+, impulses, pivots.",
@@ -215,6 +242,12 @@ def contact_functions(contacts):
                      parts=lambda model: (("M", (model.nv, model.nv)), ("nle", (model.nv,)), ("G", (m, model.nv)),
                                           ("gamma", (m,)))),
     ]
+
+
+def _contact_derivative_parts(model, m):
+    n = model.nv
+    return tuple((f"ddq_d{x}", (n, n)) for x in ("q", "v", "tau")) + \
+        tuple((f"dlambda_d{x}", (m, n)) for x in ("q", "v", "tau"))
 
 
 def lookup(name, contacts=()):
@@ -263,4 +296,4 @@ def check_names(names):
 
 
 CONTACT_NAMES = ("contact_jacobian", "contact_gamma", "contact_dynamics", "impulse_dynamics", "contact_inertia",
-                 "contact_eom")
+                 "contact_eom", "contact_dynamics_derivatives")

@@ -335,6 +335,36 @@ def aba_derivatives(model, q, v, tau):
     return _split(_call(_derivatives.aba_derivatives, model, q=q, v=v, tau=tau), 3)
 
 
+def _frame_derivatives(function, model, frame, reference, states):
+    f = _frame(model, frame)
+    placement = _frames.placement_entries(f.placement)
+    x = _Inputs()
+    values = [(name, x.vector(value, model.nq if name == "q" else model.nv, name)) for name, value in states.items()]
+    run = lambda m, ops, *args: function(m, ops, f.body, placement, *args, reference)
+    blocks = _derivatives.derivatives_of(model, OPS, run, values, tuple(states))
+    return tuple(x.output(block) for block in blocks)
+
+
+def frame_velocity_derivatives(model, q, v, frame, reference="local"):
+    """(d/dq, d/dv) of the frame's spatial velocity (Pinocchio's getFrameVelocityDerivatives)."""
+    return _frame_derivatives(_algorithms.frame_velocity, model, frame, reference, {"q": q, "v": v})
+
+
+def frame_acceleration_derivatives(model, q, v, a, frame, reference="local"):
+    """(d/dq, d/dv, d/da) of the frame's spatial acceleration (getFrameAccelerationDerivatives)."""
+    return _frame_derivatives(_algorithms.frame_acceleration, model, frame, reference, {"q": q, "v": v, "a": a})
+
+
+def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0):
+    """(ddq_dq, ddq_dv, ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau) of contact_dynamics with
+    contacts declared as at build time ("FRAME:3d", ...) (computeConstraintDynamicsDerivatives)."""
+    from ..algorithms import constrained
+    declared = constrained.parse_contacts(model, contacts)
+    x = _Inputs()
+    args = [x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(tau, model.nv, "tau")]
+    return tuple(x.output(block) for block in _derivatives.contact_dynamics_derivatives(model, OPS, declared, *args, [float(damping)]))
+
+
 def integrate(model, q, v, dt=1.0):
     """q (+) v dt (Pinocchio's integrate)."""
     x = _Inputs()
