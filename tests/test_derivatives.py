@@ -13,6 +13,7 @@
    example (pi from noisy torques by least squares).
 """
 
+import dataclasses
 import functools
 import warnings
 
@@ -159,6 +160,46 @@ def test_finite_differences_on_trees(key):
     assert_close(f"{key} ddq_dv", ddq[1], along_v(lambda x: ref.aba(model, q, x, tau), v), FD_TOL)
     assert_close(f"{key} ddq_dtau", ddq[2], along_v(lambda x: ref.aba(model, q, v, x), tau), FD_TOL)
     assert_close(f"{key} dg_dq", ref.gravity_derivatives(model, q), along_q(lambda x: ref.gravity(model, x), q), FD_TOL)
+
+
+CONSTANT_SUBSPACE = ("revolute", "continuous", "prismatic", "helical", "spherical", "planar", "translation")
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_analytic_matches_forward_mode(floating):
+    """The world-frame algorithm (a variant the generator may keep, rnea_derivatives.py) equals
+    forward mode on trees with every joint it applies to, and on a model with mimic joints;
+    it declines the Euler joints."""
+    from rbdgen.algorithms import derivatives, rnea_derivatives
+    from rbdgen.runtime.reference import OPS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mimic_panda = rbdgen.load_urdf(robot_path("panda"), floating_base=floating, mimic=True)
+    models = {"tree": random_tree(921, 10, CONSTANT_SUBSPACE, floating_base=floating), "panda-mimic": mimic_panda}
+    for label, model in models.items():
+        assert rnea_derivatives.applies(model), label
+        q, v, a = (list(x) for x in random_state(model, np.random.default_rng(53)))
+        for ours, expected in zip(rnea_derivatives.analytic_rnea_derivatives(model, OPS, q, v, a),
+                                  derivatives.rnea_derivatives(model, OPS, q, v, a)):
+            assert_close(f"{label} analytic", np.array(ours, float), np.array(expected, float), REL_TOL_DERIVATIVES)
+        for ours, expected in zip(rnea_derivatives.analytic_aba_derivatives(model, OPS, q, v, a),
+                                  derivatives.aba_derivatives(model, OPS, q, v, a)):
+            assert_close(f"{label} analytic aba", np.array(ours, float), np.array(expected, float),
+                         REL_TOL_DERIVATIVES)
+    assert not rnea_derivatives.applies(tree_model("tree-fixed"))
+
+
+def test_generator_keeps_the_shorter_program():
+    from rbdgen.codegen.build import generate_program
+    from rbdgen.codegen.functions import BY_NAME
+    from rbdgen.algorithms import rnea_derivatives
+    spec = BY_NAME["rnea_derivatives"]
+    assert spec.variants == (rnea_derivatives.analytic_rnea_derivatives,)
+    model = robot_model("panda")
+    kept = generate_program(model, spec).counts["operations"]
+    forward = generate_program(model, dataclasses.replace(spec, variants=())).counts["operations"]
+    analytic = generate_program(model, dataclasses.replace(spec, run=spec.variants[0], variants=())).counts["operations"]
+    assert kept == min(forward, analytic) and analytic < forward
 
 
 @pytest.mark.parametrize("key", ["tree-fixed", "tree-floating"])

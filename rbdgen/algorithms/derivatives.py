@@ -211,7 +211,7 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     return [block[:model.nv] for block in blocks] + [block[model.nv:] for block in blocks]
 
 
-def aba_derivatives(model, ops, q, v, tau):
+def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     """(d qdd / dq, d qdd / dv, d qdd / d tau = M^-1) at (q, v, tau), q in the tangent space.
 
     qdd = M^-1 (tau - nle), and rnea(q, v, qdd) = tau holds identically, so
@@ -223,7 +223,7 @@ def aba_derivatives(model, ops, q, v, tau):
     """
     n = model.nv
     qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
-    dq, dv = rnea_derivatives(model, ops, q, v, qdd)
+    dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
     Minv = mimic.minv(model, ops, q)
 
     def times_minv(B):

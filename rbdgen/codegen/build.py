@@ -75,10 +75,15 @@ def generate_program(model, spec, cse=True, body=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
     (for a function of a frame, the program of the frames on `body`)."""
     inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
-    run = (lambda ops, *args: spec.run(model, ops, body, *args)) if spec.per_body else \
-        (lambda ops, *args: spec.run(model, ops, *args))
-    program = record(run, inputs, spec.output(model))
-    return optimize(program, cse=cse)
+    best = None
+    for function in (spec.run,) + tuple(v for v in spec.variants if v.applies(model)):
+        run = (lambda ops, *args, f=function: f(model, ops, body, *args)) if spec.per_body else \
+            (lambda ops, *args, f=function: f(model, ops, *args))
+        program = optimize(record(run, inputs, spec.output(model)), cse=cse)
+        # the same function computed another way: the program with fewer operations is kept
+        if best is None or program.counts["operations"] < best.counts["operations"]:
+            best = program
+    return best
 
 
 def _metadata(model, module, extension, datas, key, options, source, frames, contacts):

@@ -10,7 +10,7 @@ maps it to the model's own coordinates otherwise; sizes are the model's (nq, nv)
 from dataclasses import dataclass
 from typing import Callable
 
-from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, regressor
+from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, regressor, rnea_derivatives
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..spatial import forces_from_rows
 
@@ -29,6 +29,8 @@ class FunctionSpec:
     declared: bool = False   # of the contacts declared at build time: the public function also takes
                              # call-time contacts, so the generated one is private (_declared_<name>)
     default: bool = True     # in a build that names no functions
+    variants: tuple = ()     # other algorithms for the same outputs (each with .applies(model)); the
+                             # generator records every one that applies and keeps the shortest program
 
 
 INPUT_SIZES = {
@@ -174,13 +176,16 @@ def _square_parts(*names):
 FUNCTIONS += [
     FunctionSpec("rnea_derivatives", ("q", "v", "a"), lambda m: (2 * m.nv * m.nv,), derivatives.rnea_derivatives,
                  "d tau / dq and d tau / dv (q in the tangent space, as Pinocchio's computeRNEADerivatives).",
-                 parts=_square_parts("dtau_dq", "dtau_dv"), costly=True),
+                 parts=_square_parts("dtau_dq", "dtau_dv"), costly=True,
+                 variants=(rnea_derivatives.analytic_rnea_derivatives,)),
     FunctionSpec("aba_derivatives", ("q", "v", "tau"), lambda m: (3 * m.nv * m.nv,), derivatives.aba_derivatives,
                  "d qdd / dq, d qdd / dv and d qdd / d tau = M^-1 (Pinocchio's computeABADerivatives).",
-                 parts=_square_parts("ddq_dq", "ddq_dv", "ddq_dtau"), costly=True),
+                 parts=_square_parts("ddq_dq", "ddq_dv", "ddq_dtau"), costly=True,
+                 variants=(rnea_derivatives.analytic_aba_derivatives,)),
     # rnea_derivatives(q, v, 0) gives the same: built when named
     FunctionSpec("nle_derivatives", ("q", "v"), lambda m: (2 * m.nv * m.nv,), derivatives.nle_derivatives,
-                 "d nle / dq and d nle / dv.", parts=_square_parts("dnle_dq", "dnle_dv"), default=False),
+                 "d nle / dq and d nle / dv.", parts=_square_parts("dnle_dq", "dnle_dv"), default=False,
+                 variants=(rnea_derivatives.analytic_nle_derivatives,)),
     FunctionSpec("integrate", ("q", "v", "dt"), lambda m: (m.nq,), configuration.integrate,
                  "q (+) v dt: the configuration reached from q by the constant velocity v in time dt "
                  "(Pinocchio's integrate; quaternions on the group)."),
@@ -195,7 +200,8 @@ FUNCTIONS += [
                  regressor.base_regressor,
                  "The regressor's base columns Y_b: Y_b beta = rnea(q, v, a), beta = base_parameters()."),
     FunctionSpec("gravity_derivatives", ("q",), lambda m: (m.nv, m.nv), derivatives.gravity_derivatives,
-                 "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives)."),
+                 "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives).",
+                 variants=(rnea_derivatives.analytic_gravity_derivatives,)),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,

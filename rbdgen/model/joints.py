@@ -24,6 +24,7 @@ class JointModel:
     type = "?"
     nq = 1
     nv = 1
+    constant_subspace = True    # S fixed in the child body (not the Euler joints)
 
     def calc(self, ops, q, v):
         raise NotImplementedError
@@ -252,6 +253,7 @@ class EulerZYX(JointModel):
 
     type = "euler_zyx"
     nq, nv = 3, 3
+    constant_subspace = False
 
     def calc(self, ops, q, v):
         (s0, c0), (s1, c1), (s2, c2) = (ops.sincos(x) for x in q)
@@ -270,6 +272,7 @@ class EulerXYZ(JointModel):
 
     type = "euler_xyz"
     nq, nv = 3, 3
+    constant_subspace = False
 
     def calc(self, ops, q, v):
         (s0, c0), (s1, c1), (s2, c2) = (ops.sincos(x) for x in q)
