@@ -20,6 +20,7 @@ delta (size nv) moves q to q (+) delta, so the seed of q is the map v -> q-dot o
 
 from ..spatial import map_scalars, sum_terms
 from . import constrained, mimic
+from .fd_crba import ltdl, ltdl_solve
 
 
 def _is_exact_zero(x):
@@ -211,22 +212,36 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     return [block[:model.nv] for block in blocks] + [block[model.nv:] for block in blocks]
 
 
+# Above this many coordinates -M^-1 dtau is solved with fd_crba's sparse L^T D L of M instead
+# of multiplied by M^-1: the products cost 4 nv^3 operations (Talos: 180 000 operations, 47 us,
+# slower than Pinocchio); a solve touches only the ancestors of each coordinate. Below it the
+# products win in time though not always in operations: they are independent, the solves
+# serial chains (Panda: 2.4 us multiplied, 3.2 us solved).
+DENSE_SOLVE_MAX_NV = 12
+
+
 def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     """(d qdd / dq, d qdd / dv, d qdd / d tau = M^-1) at (q, v, tau), q in the tangent space.
 
     qdd = M^-1 (tau - nle), and rnea(q, v, qdd) = tau holds identically, so
-    d qdd / dx = -M^-1 d rnea / dx at (q, v, qdd): rnea's derivatives and M^-1 (minv.py),
-    multiplied. Forward mode through ABA itself would differentiate the articulated inertias
-    too: on Panda 28 000 operations against 18 000. Solving with fd_crba's sparse L^T D L
-    instead of multiplying by M^-1 costs as many operations and was slower, measured
-    (Panda 3.2 against 2.4 us): the solves are serial chains, the products independent.
+    d qdd / dx = -M^-1 d rnea / dx at (q, v, qdd): rnea's derivatives (forward mode, or the
+    world-frame algorithm given as `inverse_dynamics_derivatives`), then M^-1 (minv.py) times
+    them (see DENSE_SOLVE_MAX_NV). Forward mode through ABA itself would differentiate the
+    articulated inertias too: on Panda 28 000 operations against 18 000.
     """
     n = model.nv
     qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
     dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
     Minv = mimic.minv(model, ops, q)
+    if n > DENSE_SOLVE_MAX_NV:
+        lam = mimic.elimination_parents(model)
+        factors = ltdl(ops, [list(row) for row in mimic.crba(model, ops, q)], lam)
 
-    def times_minv(B):
-        return [[-sum_terms(Minv[r][k] * B[k][c] for k in range(n)) for c in range(n)] for r in range(n)]
+        def times_minv(B):
+            columns = [ltdl_solve(ops, factors, lam, [-B[r][c] for r in range(n)]) for c in range(n)]
+            return [[columns[c][r] for c in range(n)] for r in range(n)]
+    else:
+        def times_minv(B):
+            return [[-sum_terms(Minv[r][k] * B[k][c] for k in range(n)) for c in range(n)] for r in range(n)]
 
     return [times_minv(dq), times_minv(dv), Minv]
