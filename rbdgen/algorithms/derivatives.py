@@ -230,18 +230,32 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     articulated inertias too: on Panda 28 000 operations against 18 000.
     """
     n = model.nv
-    qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
-    dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
-    Minv = mimic.minv(model, ops, q)
     if n > DENSE_SOLVE_MAX_NV:
+        # one sparse factorization serves q-ddot, M^-1 and the products
         lam = mimic.elimination_parents(model)
         factors = ltdl(ops, [list(row) for row in mimic.crba(model, ops, q)], lam)
+        bias = mimic.nle(model, ops, q, v)
+
+        def solve(columns):
+            solved = [ltdl_solve(ops, factors, lam, column) for column in columns]
+            return [[solved[c][r] for c in range(len(columns))] for r in range(n)]
 
         def times_minv(B):
-            columns = [ltdl_solve(ops, factors, lam, [-B[r][c] for r in range(n)]) for c in range(n)]
-            return [[columns[c][r] for c in range(n)] for r in range(n)]
+            return solve([[-B[r][c] for r in range(n)] for c in range(n)])
+
+        qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, factors, lam, [t - b for t, b in zip(tau, bias)])]
+        Minv = _symmetric(solve([[1 if r == c else 0 for r in range(n)] for c in range(n)]))
     else:
+        qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
+        Minv = mimic.minv(model, ops, q)
+
         def times_minv(B):
             return [[-sum_terms(Minv[r][k] * B[k][c] for k in range(n)) for c in range(n)] for r in range(n)]
 
+    dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
     return [times_minv(dq), times_minv(dv), Minv]
+
+
+def _symmetric(A):
+    """The upper triangle mirrored: exactly symmetric whatever the rounding."""
+    return [[A[min(r, c)][max(r, c)] for c in range(len(A))] for r in range(len(A))]
