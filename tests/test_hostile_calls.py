@@ -24,7 +24,8 @@ from helpers import robot_path
 ALGORITHMS = ["rnea", "rnea_fext", "nle", "crba", "aba", "kinetic_energy", "placements", "jacobians", "body_motion",
               "minv", "frame_placement", "frame_jacobian_local_world_aligned", "frame_jacobian_local",
               "frame_classical_acceleration_local_world_aligned", "frame_velocity_local_world_aligned", "eom",
-              "contact_dynamics", "impulse_dynamics", "contact_inertia"]
+              "contact_dynamics", "impulse_dynamics", "contact_inertia", "rnea_derivatives", "integrate", "difference",
+              "regressor", "base_regressor"]
 CONTACTS = ["tool0:3d"]
 
 _SCRIPT = textwrap.dedent(r'''
@@ -157,6 +158,18 @@ _SCRIPT = textwrap.dedent(r'''
     BAD.append(("eom out wrong", "out", lambda: m.eom(q, v, out=np.empty((n, n)))))
     BAD.append(("contact tau complex", "tau", lambda: m.contact_dynamics(q, v, a + 1j, contacts)))
     BAD.append(("contact q complex", "q", lambda: m.contact_dynamics(q + 1j, v, a, contacts)))
+    # derivatives, configuration operations, identification
+    BAD.append(("rnea_derivatives q short", "q", lambda: m.rnea_derivatives(q[:-1], v, a)))
+    BAD.append(("rnea_derivatives out one part", "out", lambda: m.rnea_derivatives(q, v, a, out=np.empty((n, n)))))
+    BAD.append(("rnea_derivatives batch mismatch", "v", lambda: m.rnea_derivatives(Q, V[:-1], A)))
+    for value in ([0.1, 0.2], np.zeros((B, 1)), "0.1", None, 1j, np.array([])):
+        BAD.append((f"integrate dt={value!r}", "dt", lambda value=value: m.integrate(q, v, value)))
+    BAD.append(("integrate v long", "v", lambda: m.integrate(q, np.zeros(n + 1))))
+    BAD.append(("difference q1 complex", "q1", lambda: m.difference(q, q + 1j)))
+    BAD.append(("difference batch mismatch", "q1", lambda: m.difference(Q, Q[:-1])))
+    BAD.append(("regressor a complex", "a", lambda: m.regressor(q, v, a + 1j)))
+    for value in (np.ones(3), np.ones((2, 7)), "pi", np.ones(60) + 1j):
+        BAD.append((f"base_parameters pi={value!r:.20}", "pi", lambda value=value: m.base_parameters(value)))
 
     def shifted(X):
         """(X', out): X' equal to X, and out one element further along the same buffer."""
@@ -269,6 +282,11 @@ _SCRIPT = textwrap.dedent(r'''
         ("declared contact_dynamics int lists", lambda: m.contact_dynamics([0] * n, [1] * n, [0] * n)[0],
          lambda: m.contact_dynamics(np.zeros(n), np.ones(n), np.zeros(n))[0]),
         ("eom batch", lambda: m.eom(Q, V)[0], lambda: m.crba(Q)),
+        ("integrate dt int", lambda: m.integrate(q, v, 2), lambda: m.integrate(q, 2 * v)),
+        ("integrate dt array of one", lambda: m.integrate(Q, V, np.array([0.5])), lambda: m.integrate(Q, 0.5 * V)),
+        ("integrate dt default", lambda: m.integrate(q, v), lambda: m.integrate(q, v, 1.0)),
+        ("rnea_derivatives batch", lambda: m.rnea_derivatives(Q, V, A)[1],
+         lambda: np.stack([m.rnea_derivatives(Q[k], V[k], A[k])[1] for k in range(B)])),
     ]
     for case, call, expected in GOOD:
         print(case, file=sys.stderr, flush=True)
