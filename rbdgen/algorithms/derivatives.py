@@ -246,10 +246,8 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
         qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, factors, lam, [t - b for t, b in zip(tau, bias)])]
         Minv = _symmetric(solve([[1 if r == c else 0 for r in range(n)] for c in range(n)]))
     else:
-        # q-ddot from M^-1 too: nle and a product cost less than a second pass of ABA
+        qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
         Minv = mimic.minv(model, ops, q)
-        free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
-        qdd = [ops.let("qdd", 0, sum_terms(Minv[r][k] * free[k] for k in range(n))) for r in range(n)]
 
         def times_minv(B):
             return [[-sum_terms(Minv[r][k] * B[k][c] for k in range(n)) for c in range(n)] for r in range(n)]
