@@ -22,16 +22,18 @@ the same with dAdv_j and J_j for v. Each pair is a few 6-vector dot products.
 
 This needs each joint's motion subspace to be constant in its body (true of every URDF
 joint and of the quaternion, planar and translation joints); `applies` says whether it is.
-Its per-body work (world inertias, B) is heavier than forward mode's and its per-pair work
-lighter, so neither wins everywhere (operations: UR5 4 900 against forward mode's 3 500,
-Panda 8 500 against 12 300, Solo12 even, Talos 49 000 against 85 500): the generator records
-both and keeps the shorter program (FunctionSpec.variants); the reference uses forward mode.
+Its per-body work (inertias in a common frame, B) is heavier than forward mode's and its
+per-pair work lighter. The generator records both and keeps the shorter program
+(FunctionSpec.variants): on the benchmark robots this one (operations: UR5 2 998 against
+forward mode's 3 535, Panda 6 752 against 12 338, Solo12 9 592 against 15 965, Talos 35 729
+against 85 502). The reference runs forward mode, so every build compares the two.
 """
 
 from ..model import mimic
+from ..spatial import Force, Motion, Transform, add3, cross3, dot3, scale3, skew, sum_terms
 from . import derivatives
-from ..spatial import Force, Motion, Transform, add3, cross3, dot3, scale3, sum_terms
 from .kinematics import body_accelerations, body_placements, body_velocities, gravity_acceleration, joint_kinematics
+
 
 def applies(model):
     """Whether every joint of the tree has a motion subspace fixed in its body."""
@@ -48,15 +50,12 @@ def _B(Y, V, hV):
     w, u = V.ang, V.lin
     k, l = hV.ang, hV.lin
     I, h = Y.I, Y.h
-    Iw = [[sum_terms(I[r][j] * _skew(w)[j][c] for j in range(3)) for c in range(3)] for r in range(3)]
+    wx, kx = skew(w), skew(k)
+    Iw = [[sum_terms(I[r][j] * wx[j][c] for j in range(3)) for c in range(3)] for r in range(3)]
     hu = dot3(h, u)
-    Baa = [[Iw[c][r] * -1 - Iw[r][c] - (u[r] * h[c] + h[r] * u[c]) + (2 * hu if r == c else 0) - _skew(k)[r][c]
+    Baa = [[-Iw[c][r] - Iw[r][c] - (u[r] * h[c] + h[r] * u[c]) + (2 * hu if r == c else 0) - kx[r][c]
             for c in range(3)] for r in range(3)]
     return Baa, l
-
-
-def _skew(a):
-    return ((0, -a[2], a[1]), (a[2], 0, -a[0]), (-a[1], a[0], 0))
 
 
 def _apply_B(B, x):
@@ -148,8 +147,8 @@ def _placements_in_root_frame(tree, ops, kin):
     The algorithm holds in any fixed frame (every result is a dot product of a motion and a
     force expressed in the same one). In the root body's own frame its transform is the
     identity, so the free-flyer's quaternion rotation (or a first joint's) does not enter
-    every other body's placement: Solo12 16 629 -> 10 751 operations, Talos 49 200 -> 39 994. A tree with several roots
-    stays in world coordinates."""
+    every other body's placement: Solo12 16 629 -> 10 751 operations, Talos 49 200 -> 39 994.
+    A tree with several roots stays in world coordinates."""
     roots = [i for i in range(tree.nbodies) if tree.parent[i] < 0]
     if len(roots) != 1 or roots[0] != 0:
         return body_placements(tree, ops, kin), gravity_acceleration(tree)
