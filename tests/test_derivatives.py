@@ -134,6 +134,33 @@ def test_contact_derivatives_match_pinocchio(name, contacts):
         assert_close(f"{name} {label}", ours, getattr(data, label), REL_TOL_DERIVATIVES)
 
 
+def test_damped_contact_derivatives_are_finite_differences():
+    """With damping the system is G q-ddot + damping lambda = gamma (no Pinocchio counterpart):
+    central differences of the declared contact dynamics itself, on numbers."""
+    from rbdgen.algorithms import constrained
+    from rbdgen.runtime.reference import OPS
+    model = robot_model("solo12")
+    contacts = ("FL_FOOT:3d", "HR_FOOT:6d")
+    declared = constrained.parse_contacts(model, contacts)
+    rng = np.random.default_rng(59)
+    q, v, _ = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    rows = model.nv + sum(c.rows for c in declared)
+
+    def dynamics(q_, v_, tau_):
+        out = constrained.contact_dynamics(model, OPS, declared, list(q_), list(v_), list(tau_), [0.05])
+        return np.array(out[:rows], dtype=float)
+
+    along_q = functools.partial(_central, step=model.nv, move=lambda x, e: integrate(model, x, e))
+    along_v = functools.partial(_central, step=model.nv, move=lambda x, e: x + e)
+    expected = [along_q(lambda x: dynamics(x, v, tau), q), along_v(lambda x: dynamics(q, x, tau), v),
+                along_v(lambda x: dynamics(q, v, x), tau)]
+    ours = ref.contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.05)
+    for k, label in enumerate(("dq", "dv", "dtau")):
+        assert_close(f"ddq_{label}", ours[k], expected[k][:model.nv], FD_TOL)
+        assert_close(f"dlambda_{label}", ours[3 + k], expected[k][model.nv:], FD_TOL)
+
+
 def _central(f, x0, step, move):
     """(f(move(x0, +h e_k)) - f(move(x0, -h e_k))) / 2h for every direction k, as columns."""
     columns = []

@@ -121,7 +121,7 @@ def _dot(a, b):
     return sum_terms(x * y for x, y in zip(a, b))
 
 
-def _contact_space(model, ops, contacts, q):
+def contact_space(model, ops, contacts, q):
     """(G, the halves L^-T g of its rows, K = G M^-1 G^T, the factor of M)."""
     from .aba import check_invertible
     check_invertible(model)
@@ -133,7 +133,7 @@ def _contact_space(model, ops, contacts, q):
     return G, W, K, factor
 
 
-def _transpose_times(G, x):
+def transpose_times(G, x):
     """G^T x."""
     return [sum_terms(G[r][k] * x[r] for r in range(len(G))) for k in range(len(G[0]) if G else 0)]
 
@@ -163,21 +163,29 @@ def contact_dynamics(model, ops, contacts, q, v, tau, damping):
 
     lambda solves K lambda = gamma - G M^-1 (tau - nle), where G M^-1 b is the inner product
     of halves; then q-ddot = M^-1 (tau - nle + G^T lambda): one full solve in all."""
-    G, W, K, factor = _contact_space(model, ops, contacts, q)
     free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
-    half_free = factor.half(free)
     gamma = constraint_drift(model, ops, contacts, q, v)
-    lam, pivots = ldl_solve(ops, _damped(K, damping), [g - factor.inner(w, half_free) for g, w in zip(gamma, W)])
-    qdd = factor.solve([f + x for f, x in zip(free, _transpose_times(G, lam))])
+    qdd, lam, pivots = kkt_solve(ops, contact_space(model, ops, contacts, q), damping, free, gamma)
     return qdd + lam + pivots
+
+
+def kkt_solve(ops, space, damping, free, gamma):
+    """(q-ddot, lambda, pivots) with M q-ddot = free + G^T lambda and G q-ddot + damping lambda
+    = gamma, for `space` = contact_space(...): lambda from the dense L D L^T of K + damping
+    (the right side G M^-1 free by inner products of halves), then one full solve."""
+    G, W, K, factor = space
+    half_free = factor.half(free)
+    lam, pivots = ldl_solve(ops, _damped(K, damping), [g - factor.inner(w, half_free) for g, w in zip(gamma, W)])
+    qdd = factor.solve([f + x for f, x in zip(free, transpose_times(G, lam))])
+    return qdd, lam, pivots
 
 
 def impulse_dynamics(model, ops, contacts, q, v_minus, restitution, damping):
     """Seed 000 eq. (10): [v+ (nv), impulses (m), pivots (m)] with v+ = v- + M^-1 G^T Lambda
     and G v+ = -restitution G v-."""
-    G, _, K, factor = _contact_space(model, ops, contacts, q)
+    G, _, K, factor = contact_space(model, ops, contacts, q)
     impulses, pivots = ldl_solve(ops, _damped(K, damping), [-(1 + restitution[0]) * _dot(row, v_minus) for row in G])
-    jump = factor.solve(_transpose_times(G, impulses))
+    jump = factor.solve(transpose_times(G, impulses))
     return [a + b for a, b in zip(v_minus, jump)] + impulses + pivots
 
 
@@ -187,7 +195,7 @@ def _damped(K, damping):
 
 def contact_inertia(model, ops, contacts, q):
     """K = G M^-1 G^T (m x m), the contact-space inverse inertia (seed 001 §6.3)."""
-    return _contact_space(model, ops, contacts, q)[2]
+    return contact_space(model, ops, contacts, q)[2]
 
 
 def eom(model, ops, q, v):

@@ -204,12 +204,39 @@ def gravity_derivatives(model, ops, q):
 
 def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     """[ddq_dq, ddq_dv, ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau] of contact_dynamics with
-    the declared contacts: forward mode through constrained.contact_dynamics (its factorization
-    and KKT solve included), which is Pinocchio's computeConstraintDynamicsDerivatives."""
-    rows = model.nv + sum(c.rows for c in contacts)
-    run = lambda m, o, *x: constrained.contact_dynamics(m, o, contacts, *x, damping)
-    blocks = derivatives_of(model, ops, run, [("q", q), ("v", v), ("tau", tau)], ("q", "v", "tau"), rows)
-    return [block[:model.nv] for block in blocks] + [block[model.nv:] for block in blocks]
+    the declared contacts (Pinocchio's computeConstraintDynamicsDerivatives).
+
+    Differentiating M q-ddot + nle - G^T lambda = tau and G q-ddot + damping lambda = gamma
+    gives, for each direction, the same KKT system as the dynamics,
+        M dq-ddot - G^T dlambda = dtau - d/dx [rnea(q, v, q-ddot) - G^T lambda]
+        G dq-ddot + damping dlambda = -d/dx [G q-ddot - gamma],
+    with q-ddot and lambda held: forward mode differentiates only those residuals, and the
+    factorizations of M and K serve every column. (Forward mode through the whole solve was
+    216 000 operations on Solo12 with four feet.)"""
+    n = model.nv
+    space = constrained.contact_space(model, ops, contacts, q)
+    free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
+    gamma = constrained.constraint_drift(model, ops, contacts, q, v)
+    qdd, lam, _ = constrained.kkt_solve(ops, space, damping, free, gamma)
+    qdd, lam = ops.let("qdd", 0, qdd), ops.let("lam", 0, lam)
+
+    def residuals(m, o, q_, v_):
+        G = constrained.constraint_rows(m, o, contacts, q_)
+        forces = constrained.transpose_times(G, lam)
+        drift = constrained.constraint_drift(m, o, contacts, q_, v_)
+        return [t - f for t, f in zip(mimic.rnea(m, o, q_, v_, qdd), forces)] + \
+            [sum_terms(g * x for g, x in zip(row, qdd)) - c for row, c in zip(G, drift)]
+
+    blocks = derivatives_of(model, ops, residuals, [("q", q), ("v", v)], ("q", "v"))
+    rows = len(lam)
+    columns = [[([-B[r][c] for r in range(n)], [-B[n + r][c] for r in range(rows)]) for c in range(n)] for B in blocks]
+    columns.append([([1 if r == c else 0 for r in range(n)], [0] * rows) for c in range(n)])
+    out_qdd, out_lam = [], []
+    for block in columns:
+        solved = [constrained.kkt_solve(ops, space, damping, r1, r2)[:2] for r1, r2 in block]
+        out_qdd.append([[solved[c][0][r] for c in range(n)] for r in range(n)])
+        out_lam.append([[solved[c][1][r] for c in range(n)] for r in range(rows)])
+    return out_qdd + out_lam
 
 
 # Above this many coordinates -M^-1 dtau is solved with fd_crba's sparse L^T D L of M instead
