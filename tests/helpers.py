@@ -1,6 +1,8 @@
 """Shared test helpers: robots from example-robot-data, Pinocchio conversions, tolerances."""
 
+import functools
 import os
+import warnings
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -22,6 +24,15 @@ def assert_close(name, actual, expected, rel_tol, abs_floor=1.0):
     scale = np.maximum(np.abs(expected).max(initial=0.0), abs_floor)
     err = np.abs(actual - expected).max(initial=0.0)
     assert err <= rel_tol * scale, f"{name}: max error {err:.3e} > {rel_tol:.0e} x {scale:.3e}"
+
+
+@functools.lru_cache(maxsize=None)
+def robot_model(name):
+    """rbdgen's model of an example robot, loaded once per session (warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import rbdgen
+        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
 
 def pinocchio_model(name):

@@ -17,7 +17,6 @@
 
 import functools
 import math
-import warnings
 
 import mpmath
 import numpy as np
@@ -25,9 +24,8 @@ import pinocchio as pin
 import pytest
 import sympy as sp
 
-import rbdgen
-from helpers import (REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close, pinocchio_model,
-                     random_configuration, robot_path, to_pinocchio_q)
+from helpers import (robot_model, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, assert_close, pinocchio_model,
+                     random_configuration, to_pinocchio_q)
 from rbdgen.algorithms import configuration
 from rbdgen.codegen.cprinter import SlotPrinter, slot_map
 from rbdgen.codegen.optimize import optimize
@@ -51,13 +49,6 @@ REL_TOL_BATCH = 1e-14
 REL_TOL_SYMBOLIC = 1e-12
 # a 0/0, x/0, NaN or overflow in a batch raises (an underflow to 0 is harmless)
 NUMPY_ERRORS_RAISE = dict(divide="raise", invalid="raise", over="raise")
-
-
-@functools.lru_cache(maxsize=None)
-def robot_model(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
 
 @functools.lru_cache(maxsize=None)

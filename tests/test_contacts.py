@@ -11,15 +11,13 @@
    ValueError naming them unless damped; bad declarations are one-line errors.
 """
 
-import functools
-import warnings
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 import rbdgen
-from helpers import (REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close,
+from helpers import (robot_model, REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close,
                      pinocchio_model, random_state, robot_path, to_pinocchio_q)
 from rbdgen.algorithms import constrained
 from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints
@@ -37,13 +35,6 @@ PIN_CASES = {
     "go1": ["FL_foot:3d", "RR_foot:3d@0,0,-0.01"],
 }
 STATES = (0, 1)
-
-
-@functools.lru_cache(maxsize=None)
-def robot_model(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
 
 def tree_model():

@@ -22,7 +22,7 @@ import pinocchio as pin
 import pytest
 
 import rbdgen
-from helpers import REL_TOL_GENERATED, ROBOTS, assert_close, pinocchio_model, random_state, robot_path, to_pinocchio_q
+from helpers import robot_model, REL_TOL_GENERATED, assert_close, pinocchio_model, random_state, robot_path, to_pinocchio_q
 from rbdgen import reference as ref
 from trees import ALL_JOINT_TYPES, integrate, random_tree
 
@@ -39,13 +39,6 @@ TREES = {
     # to build in seconds (the reference's tests above cover every joint type)
     "small-floating": (913, 5, ("spherical", "planar", "euler_zyx", "continuous"), True),
 }
-
-
-@functools.lru_cache(maxsize=None)
-def robot_model(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
 
 @functools.lru_cache(maxsize=None)

@@ -43,6 +43,7 @@ import pinocchio as pin
 import pytest
 
 from helpers import REL_TOL_PINOCCHIO, assert_close
+from rbdgen.runtime.pinocchio_bridge import joint_q_to_pinocchio
 from rbdgen import reference as ref
 from rbdgen.algorithms import rnea_derivatives as world_frame
 from rbdgen.algorithms.regressor import INERTIA_ENTRIES, PER_BODY
@@ -178,17 +179,7 @@ class PinocchioTree:
 
     def q(self, q):
         """rbdgen q -> Pinocchio's: depth-first, continuous and planar angles as (cos, sin)."""
-        out = []
-        for i in self.order:
-            joint = self.rbdgen.joints[i]
-            x = q[joint.idx_q:joint.idx_q + joint.nq]
-            if joint.type == "continuous":
-                out += [np.cos(x[0]), np.sin(x[0])]
-            elif joint.type == "planar":
-                out += [x[0], x[1], np.cos(x[2]), np.sin(x[2])]
-            else:
-                out += list(x)
-        return np.array(out)
+        return np.array([x for i in self.order for x in joint_q_to_pinocchio(self.rbdgen.joints[i], q)])
 
     def v(self, v):
         """A velocity-like rbdgen vector in Pinocchio's order."""

@@ -19,7 +19,7 @@ import pinocchio as pin
 import pytest
 
 import rbdgen
-from helpers import (REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close,
+from helpers import (robot_model, REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROBOTS, assert_close,
                      pinocchio_model, random_state, robot_path, to_pinocchio_q)
 from rbdgen import reference as ref
 from trees import ALL_JOINT_TYPES, integrate, random_tree
@@ -34,13 +34,6 @@ FD_TOL = 1e-7
 FRAME_FUNCTIONS = ["frame_placement"] + [f"frame_{kind}_{ref}" for kind in
                                          ("jacobian", "velocity", "acceleration", "classical_acceleration")
                                          for ref in REFERENCES]
-
-
-@functools.lru_cache(maxsize=None)
-def robot_model(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return rbdgen.load_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
 
 TREES = {

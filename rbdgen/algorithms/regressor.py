@@ -19,7 +19,7 @@ import numpy as np
 from ..spatial import Force, Inertia
 from ..model import mimic
 from .derivatives import Dual
-from .kinematics import body_accelerations, body_velocities, gravity_acceleration, joint_kinematics
+from .kinematics import tree_motion
 
 PER_BODY = 10
 # A joint with more coordinates than this (the free-flyer) gets its rows from the ten forces
@@ -60,11 +60,7 @@ def body_regressor(velocity, acceleration):
 
 def regressor(model, ops, q, v, a):
     """Y (nv x 10 nbodies) with Y pi = rnea(q, v, a)."""
-    tree = model.full
-    q_full, v_full, a_full = mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
-    kin = joint_kinematics(tree, ops, q_full, v_full)
-    velocities = body_velocities(tree, ops, kin, v_full)
-    accelerations = body_accelerations(tree, ops, kin, velocities, v_full, a_full, gravity_acceleration(tree))
+    tree, kin, velocities, accelerations = tree_motion(model, ops, q, v, a)
     Y = [[0] * (PER_BODY * tree.nbodies) for _ in range(tree.nv)]
     axes = [None] * tree.nbodies     # body i's Jacobian in its own frame: coordinate -> Motion
     wide = [None] * tree.nbodies     # body i's transform from each wide joint's body above it

@@ -32,7 +32,7 @@ against 85 502). The reference runs forward mode, so every build compares the tw
 from ..model import mimic
 from ..spatial import Force, Motion, Transform, add3, cross3, dot3, scale3, skew, sum_terms
 from . import derivatives
-from .kinematics import body_accelerations, body_placements, body_velocities, gravity_acceleration, joint_kinematics
+from .kinematics import body_placements, gravity_acceleration, tree_motion
 
 
 def applies(model):
@@ -85,11 +85,7 @@ def _variant(function):
 @_variant
 def analytic_rnea_derivatives(model, ops, q, v, a):
     """(d tau / dq, d tau / dv), q in the tangent space, in the model's own coordinates."""
-    tree = model.full
-    q_full, v_full, a_full = mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
-    kin = joint_kinematics(tree, ops, q_full, v_full)
-    body_v = body_velocities(tree, ops, kin, v_full)
-    body_a = body_accelerations(tree, ops, kin, body_v, v_full, a_full, gravity_acceleration(tree))
+    tree, kin, body_v, body_a = tree_motion(model, ops, q, v, a)
     X_0, a_root = _placements_in_root_frame(tree, ops, kin)
     n, nv = tree.nbodies, tree.nv
     V, A, J = [None] * n, [None] * n, [None] * n

@@ -17,18 +17,17 @@ class PinocchioRefused(RbdgenError):
 def to_pinocchio_q(model, q):
     """rbdgen q -> Pinocchio q: a continuous joint's angle becomes (cos, sin); planar likewise.
     A joint without coordinates of its own (a mimic joint) adds nothing, as in Pinocchio."""
-    out = []
-    for joint in model.joints:
-        if joint.nq == 0:
-            continue
-        x = q[joint.idx_q:joint.idx_q + joint.nq]
-        if joint.type == "continuous":
-            out += [np.cos(x[0]), np.sin(x[0])]
-        elif joint.type == "planar":
-            out += [x[0], x[1], np.cos(x[2]), np.sin(x[2])]
-        else:
-            out += list(x)
-    return np.array(out)
+    return np.array([x for joint in model.joints for x in joint_q_to_pinocchio(joint, q)])
+
+
+def joint_q_to_pinocchio(joint, q):
+    """One joint's slice of rbdgen's q as Pinocchio stores it."""
+    x = q[joint.idx_q:joint.idx_q + joint.nq]
+    if joint.type == "continuous":
+        return [np.cos(x[0]), np.sin(x[0])]
+    if joint.type == "planar":
+        return [x[0], x[1], np.cos(x[2]), np.sin(x[2])]
+    return list(x)
 
 
 def pinocchio_model(urdf_path, floating_base, mimic=False):
