@@ -303,10 +303,14 @@ class Inertia:
         the classical acceleration of the origin) saves a product per component:
         angular I w' + w x (I w) + h x (a_lin + u), linear m (a_lin + u) - h x w' - w x (h x w).
         """
-        w = v.ang
-        acc = add3(a.lin, cross3(w, v.lin))
-        return Force(add3(add3(matvec3(self.I, a.ang), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
-                     sub3(sub3(scale3(self.m, acc), cross3(self.h, a.ang)), cross3(w, cross3(self.h, w))))
+        return self.newton_euler_force(v.ang, a.ang, add3(a.lin, cross3(v.ang, v.lin)))
+
+    def newton_euler_force(self, w, w_dot, acc):
+        """The force for angular velocity w, angular acceleration w_dot and classical
+        acceleration acc of the body origin (Newton and Euler about the origin):
+        angular I w' + w x (I w) + h x acc, linear m acc + w' x h + w x (w x h)."""
+        return Force(add3(add3(matvec3(self.I, w_dot), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
+                     sub3(sub3(scale3(self.m, acc), cross3(self.h, w_dot)), cross3(w, cross3(self.h, w))))
 
     def bias_force(self, v):
         """v x* (I v), the velocity-product force, in the cheaper form the Jacobi identity gives.

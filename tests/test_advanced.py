@@ -87,6 +87,8 @@ TREES = [
     ("mixed-chain-floating", 504, len(ALL_JOINT_TYPES) + 1, ALL_JOINT_TYPES, True, False),
     ("qdot_is_v-chain-fixed", 505, 7, QDOT_IS_V, False, False),
     ("qdot_is_v-tree-fixed", 506, 9, QDOT_IS_V, False, True),
+    # several bodies hang from the world: algorithms that work in the root body's frame fall back
+    ("mixed-forest-fixed", 507, len(ALL_JOINT_TYPES) + 1, ALL_JOINT_TYPES, False, True, 3),
 ]
 for _k, _kind in enumerate(ALL_JOINT_TYPES):
     TREES.append((f"{_kind}-chain-fixed", 600 + _k, 4, (_kind,), False, False))
@@ -99,8 +101,8 @@ MODEL_IDS = ROBOT_NAMES + TREE_IDS
 
 @functools.lru_cache(maxsize=None)
 def tree_model(case_id):
-    _, seed, nbodies, kinds, floating, branched = next(t for t in TREES if t[0] == case_id)
-    return random_tree(seed, nbodies, kinds, floating_base=floating, branched=branched)
+    _, seed, nbodies, kinds, floating, branched, *roots = next(t for t in TREES if t[0] == case_id)
+    return random_tree(seed, nbodies, kinds, floating_base=floating, branched=branched, roots=(roots or [1])[0])
 
 
 def model_for(model_id):

@@ -106,8 +106,10 @@ def make_joint(kind, rng):
 
 # ---------------------------------------------------------------- random trees ----------
 
-def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False, branched=True):
+def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False, branched=True, roots=1):
     """A random Model with `nbodies` moving bodies (the free-flyer root counts as one).
+
+    The first `roots` bodies hang from the world (a forest: several roots, fixed base only).
 
     Every kind in `joint_types` occurs at least once when there are enough bodies.
     Body k (k >= 1) hangs from a random earlier body (branched) or from body k-1 (chain);
@@ -126,7 +128,7 @@ def random_tree(seed, nbodies, joint_types=ALL_JOINT_TYPES, floating_base=False,
     kinds += [joint_types[rng.integers(len(joint_types))] for _ in range(nmoving - len(kinds))]
     kinds = [kinds[i] for i in rng.permutation(len(kinds))]
     for k in range(nbodies):
-        if k == 0:
+        if k < roots:
             parent_body = -1
         elif branched:
             parent_body = int(rng.integers(k))

@@ -1,8 +1,9 @@
 """The Christoffel-consistent Coriolis matrix C(q, v) (seed 002, Algorithm 1).
 
-Every quantity is expressed in world coordinates, so composites are plain sums: I^C_j and
+Every quantity is expressed in one frame fixed at this instant (the root body's, or the
+world's for a tree with several roots), so composites are plain sums: I^C_j and
 B^C_j are the inertia and the body-level factorization B(I_k, v_k) summed over the subtree
-of body j. With S and S-dot (the world rate of change of S) of each joint, for the
+of body j. With S and S-dot (the rate of change of S in that frame) of each joint, for the
 coordinates r of joint i and k of joint j:
     i an ancestor of j (or i = j):  C[r, k] = S_r . (I^C_j S-dot_k + B^C_j S_k)
     j an ancestor of i:             C[r, k] = S-dot_k . (I^C_i S_r) + S_k . (B^C_i^T S_r)
@@ -13,7 +14,7 @@ those generalized speeds: both properties still hold, with M-dot taken along the
 """
 
 from ..spatial import add66, coriolis_factor, matrix_apply, transpose66
-from .kinematics import body_placements, body_velocities, joint_kinematics
+from .kinematics import body_placements, body_velocities, joint_kinematics, root_frame_placements
 from .momentum import world_composite_inertias
 
 
@@ -36,7 +37,8 @@ def world_joint_quantities(model, ops, kin, X_0, velocities):
 def coriolis(model, ops, q, v):
     """C(q, v), nv x nv, with C v = nle - g and M-dot - 2C skew-symmetric."""
     kin = joint_kinematics(model, ops, q, v)
-    X_0 = body_placements(model, ops, kin)
+    # any frame fixed at this instant will do: the root body's spares the free-flyer's rotation
+    X_0 = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
     S, S_dot, v_world = world_joint_quantities(model, ops, kin, X_0, body_velocities(model, ops, kin, v))
     inertias = [ops.let("Iw", i, X_0[i].inertia_to_parent(model.inertia[i])) for i in range(model.nbodies)]
     BC = [coriolis_factor(inertias[i], v_world[i]) for i in range(model.nbodies)]

@@ -52,6 +52,23 @@ def body_placements(model, ops, kin):
     return X_0
 
 
+def root_frame_placements(model, ops, kin):
+    """X_Fi: from the root body's frame at this instant (F) to body i, for a tree whose only
+    root is body 0; None for a tree with several roots.
+
+    An algorithm whose results are dot products of motions and forces (or momenta summed
+    over bodies) holds in any frame fixed at this instant, not only the world's. In the
+    root's own frame its transform is the identity, so a free-flyer's quaternion rotation
+    (or a first joint's) does not enter every other body's placement."""
+    if [i for i in range(model.nbodies) if model.parent[i] < 0] != [0]:
+        return None
+    X = [Transform()]
+    for i in range(1, model.nbodies):
+        p = model.parent[i]
+        X.append(ops.let("XF", i, kin[i].X_up if p == 0 else kin[i].X_up.compose(X[p])))
+    return X
+
+
 def frame_placement_transform(model, ops, X_0, frame):
     """World -> frame, for a frame fixed on a body (or on the world)."""
     if frame.body < 0:

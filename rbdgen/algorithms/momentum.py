@@ -8,9 +8,10 @@ world origin to the centre of mass c changes only the angular part: k_G = k_O - 
 Public results are [linear; angular].
 """
 
-from ..spatial import Force, cross3, scale3, sub3
+from ..spatial import Force, add3, cross3, matTvec3, matvec3, scale3, sub3
+from .crba import composite_inertias
 from .energy import mass_moment
-from .kinematics import body_placements, body_velocities, joint_kinematics
+from .kinematics import body_placements, body_velocities, joint_kinematics, root_frame_placements
 
 
 def world_composite_inertias(model, ops, X_0, inertias=None):
@@ -63,15 +64,47 @@ def com_velocity(model, ops, q, v):
 
 
 def centroidal_map(model, ops, q):
-    """A_G, 6 x nv, rows [linear; angular], with A_G v = h_G (Pinocchio's ccrba Ag)."""
+    """A_G, 6 x nv, rows [linear; angular], with A_G v = h_G (Pinocchio's ccrba Ag).
+
+    The column of coordinate c of joint j is the momentum a unit velocity of c gives the
+    subtree it moves, I^C_j S_c in body j's frame: crba's force columns before their
+    projection. It is carried to the frame of the tree's root body (through j's ancestors
+    one by one while they are few, else by j's placement in that frame), taken there about
+    the centre of mass, and only then turned to world axes. No body needs its world
+    placement: Solo12 3 332 -> 1 472, Talos 8 882 -> 4 793 operations.
+    """
     kin = joint_kinematics(model, ops, q)
-    X_0 = body_placements(model, ops, kin)
-    IC = world_composite_inertias(model, ops, X_0)
-    com = _com(model, ops, X_0)
+    Ic = composite_inertias(model, ops, kin)
+    X_F = root_frame_placements(model, ops, kin)
+    roots = [i for i in range(model.nbodies) if model.parent[i] < 0]
+    if X_F is not None:
+        com_in = {0: ops.let("cr", 0, scale3(1 / model.total_mass, Ic[0].h))}
+    else:  # the centre of mass in world coordinates, then in each root's frame: E (c - r)
+        first_moment = [0, 0, 0]
+        for r in roots:
+            first_moment = add3(first_moment, kin[r].X_up.inertia_to_parent(Ic[r]).h)
+        com = scale3(1 / model.total_mass, first_moment)
+        com_in = {r: ops.let("cr", r, matvec3(kin[r].X_up.E, sub3(com, kin[r].X_up.r))) for r in roots}
     A = [[0] * model.nv for _ in range(6)]
     for j, joint in enumerate(model.joints):
-        for k, s in enumerate(kin[j].S):
-            column = ops.let("AG", j, _to_com(IC[j].apply(X_0[j].inv_apply_motion(s)), com))
-            for row, value in enumerate(column.lin + column.ang):
+        chain = model.support(j)  # from j's root down to j
+        F = [Ic[j].apply(s) for s in kin[j].S]
+        if X_F is not None and len(chain) - 1 > CHAIN_DEPTH_MAX:
+            F = ops.let("F", j, [X_F[j].inv_apply_force(f) for f in F])
+        else:
+            for i in reversed(chain[1:]):
+                F = ops.let("F", j, [kin[i].X_up.inv_apply_force(f) for f in F])
+        root = chain[0]
+        E = kin[root].X_up.E
+        for k, f in enumerate(F):
+            about_com = _to_com(f, com_in[root])
+            column = ops.let("AG", j, matTvec3(E, about_com.lin) + matTvec3(E, about_com.ang))
+            for row, value in enumerate(column):
                 A[row][joint.idx_v + k] = value
     return A
+
+
+# Up to this many ancestors below the root, a column is carried up joint by joint (sparse
+# steps); deeper ones by their placement in the root's frame (operation counts: D = 3 is the
+# fewest or within 1 % of it on UR5, Panda, Solo12 and Talos).
+CHAIN_DEPTH_MAX = 3
