@@ -50,22 +50,26 @@ def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
     return qdd
 
 
-def articulated_inertias(model, ops, kin):
+def articulated_inertias(model, ops, kin, frame=None):
     """The inertia half of ABA's backward pass: for each body I^A, U = I^A S, D^-1 and
-    I^a = I^A - U D^-1 U^T (what it passes to its parent). Shared with M^-1 (minv.py)."""
+    I^a = I^A - U D^-1 U^T (what it passes to its parent). Shared with M^-1 (minv.py).
+
+    In body coordinates by default; with `frame` = (X, S), every body's placement X[i] in
+    one frame fixed at this instant and its motion subspace S[i] there, in that frame, where
+    I^a is added to the parent's I^A without a transform."""
     n = model.nbodies
-    IA = [I.matrix() for I in model.inertia]
+    X, S = frame if frame is not None else (None, [k.S for k in kin])
+    IA = [I.matrix() if X is None else X[i].inertia_to_parent(I).matrix() for i, I in enumerate(model.inertia)]
     U, Dinv, Ia = [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
-        k = kin[i]
         IA[i] = ops.let("IA", i, IA[i])
-        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in k.S])
-        D = [[s.dot(Uc) for Uc in U[i]] for s in k.S]
+        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in S[i]])
+        D = [[s.dot(Uc) for Uc in U[i]] for s in S[i]]
         Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
         p = model.parent[i]
         if p >= 0:
             Ia[i] = ops.let("Ia", i, _subtract_projection(IA[i], U[i], Dinv[i]))
-            IA[p] = add66(IA[p], k.X_up.matrix_to_parent(Ia[i]))
+            IA[p] = add66(IA[p], Ia[i] if X is not None else kin[i].X_up.matrix_to_parent(Ia[i]))
     return IA, U, Dinv, Ia
 
 

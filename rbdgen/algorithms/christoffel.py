@@ -17,21 +17,22 @@ coordinates).
 """
 
 from ..spatial import coriolis_factor, matrix_apply
-from .kinematics import body_placements, joint_kinematics
+from .kinematics import body_placements, joint_kinematics, root_frame_placements
 from .momentum import world_composite_inertias
 
 
 def christoffel(model, ops, q):
     """Gamma, nv x nv x nv, as nested lists Gamma[i][j][k]."""
     kin = joint_kinematics(model, ops, q)
-    X_0 = body_placements(model, ops, kin)
+    # any frame fixed at this instant will do (coriolis.py): the root body's spares its joint
+    X_0 = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
     nv = model.nv
     body_of = [i for i, joint in enumerate(model.joints) for _ in range(joint.nv)]
     S, S_rate = [None] * nv, {}
     for i, joint in enumerate(model.joints):
         for c, s in enumerate(kin[i].S):
             S[joint.idx_v + c] = ops.let("Sw", i, X_0[i].inv_apply_motion(s))
-        # dS/dq_k of a configuration-dependent S (Euler joints), in world coordinates
+        # dS/dq_k of a configuration-dependent S (Euler joints), in that frame
         for k in range(joint.nv):
             unit = [1 if m == k else 0 for m in range(joint.nv)]
             S_dot = joint.model.calc(ops, _q_of(model, q, joint), unit)[2]
@@ -51,7 +52,7 @@ def christoffel(model, ops, q):
         return None
 
     def S_dot_partial(j, k):
-        """d(S-dot_j)/dv_k in world coordinates (None where it vanishes)."""
+        """d(S-dot_j)/dv_k in that frame (None where it vanishes)."""
         term = S[k].cross_motion(S[j]) if body_of[k] in ancestors[body_of[j]] else None
         extra = S_rate.get((j, k))
         if extra is not None:

@@ -10,7 +10,7 @@ maps it to the model's own coordinates otherwise; sizes are the model's (nq, nv)
 from dataclasses import dataclass
 from typing import Callable
 
-from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, regressor, rnea_derivatives
+from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, minv, regressor, rnea_derivatives
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..spatial import forces_from_rows
 
@@ -88,7 +88,8 @@ FUNCTIONS = [
                  "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k].",
                  costly=True),
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
-                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001)."),
+                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).",
+                 variants=(minv.minv_in_fixed_frame,)),
     FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), mimic.minv_times,
                  "M(q)^-1 tau in O(n)."),
     FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.fd_crba,
