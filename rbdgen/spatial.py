@@ -80,6 +80,17 @@ def skew(a):
     return ((0, -a[2], a[1]), (a[2], 0, -a[0]), (-a[1], a[0], 0))
 
 
+def tangential_matrix(w, w_dot):
+    """W = w_dot~ + w~ w~, so that W r = w_dot x r + w x (w x r): the acceleration of a point
+    at r relative to the origin's, in a body turning at w with angular acceleration w_dot.
+    The diagonal w~ w~ entries are -(w_j^2 + w_k^2), the off-diagonal ones w_i w_j."""
+    def entry(i, j):
+        if i == j:
+            return -(w[(i + 1) % 3] ** 2 + w[(i + 2) % 3] ** 2)
+        return w[i] * w[j] + skew(w_dot)[i][j]
+    return tuple(tuple(entry(i, j) for j in range(3)) for i in range(3))
+
+
 def rotate_symmetric(E, A):
     """E^T A E for a symmetric A (only the upper triangle is computed)."""
     AE = matmul3(A, E)
@@ -303,14 +314,18 @@ class Inertia:
         the classical acceleration of the origin) saves a product per component:
         angular I w' + w x (I w) + h x (a_lin + u), linear m (a_lin + u) - h x w' - w x (h x w).
         """
-        return self.newton_euler_force(v.ang, a.ang, add3(a.lin, cross3(v.ang, v.lin)))
+        w = v.ang
+        acc = add3(a.lin, cross3(w, v.lin))
+        return Force(add3(add3(matvec3(self.I, a.ang), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
+                     sub3(sub3(scale3(self.m, acc), cross3(self.h, a.ang)), cross3(w, cross3(self.h, w))))
 
-    def newton_euler_force(self, w, w_dot, acc):
-        """The force for angular velocity w, angular acceleration w_dot and classical
-        acceleration acc of the body origin (Newton and Euler about the origin):
-        angular I w' + w x (I w) + h x acc, linear m acc + w' x h + w x (w x h)."""
+    def newton_euler_force(self, w, w_dot, acc, W):
+        """The same force from the body's angular velocity w, angular acceleration w_dot, the
+        classical acceleration acc of its origin and W = tangential_matrix(w, w_dot) (Newton
+        and Euler about the origin): angular I w' + w x (I w) + h x acc, linear m acc + W h,
+        W h being w' x h + w x (w x h), the acceleration of the centre of mass less acc, times m."""
         return Force(add3(add3(matvec3(self.I, w_dot), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
-                     sub3(sub3(scale3(self.m, acc), cross3(self.h, w_dot)), cross3(w, cross3(self.h, w))))
+                     add3(scale3(self.m, acc), matvec3(W, self.h)))
 
     def bias_force(self, v):
         """v x* (I v), the velocity-product force, in the cheaper form the Jacobi identity gives.
