@@ -213,9 +213,23 @@ def test_random_tree_matches_reference(tree_module, case_id):
 
 
 def test_op_count_bound(robot_module):
-    # A guard against code swelling (e.g. a forgotten per-line `let`): the target is 350.
+    # A guard against code swelling (e.g. a forgotten per-line `let`): 348 since issue 11.
     module, _ = robot_module("ur5")
-    assert module.operation_counts["rnea"] <= 600, module.operation_counts
+    assert module.operation_counts["rnea"] <= 350, module.operation_counts
+
+
+def test_sin_and_cos_over_the_whole_range(robot_module):
+    """The generated sin/cos (vectorized over the joint angles, glibc beyond 1e6 rad) agree
+    with NumPy's at quadrant boundaries, signed zeros and huge angles."""
+    module, model = robot_module("ur5")
+    angles = [0.0, -0.0, np.pi / 2, -np.pi, 3 * np.pi / 4, 7 * np.pi / 2, 1e5 + 0.3, -(1e6 - 0.5),
+              1e6, -3e6, 1e12]
+    rng = np.random.default_rng(11)
+    for angle in angles:
+        q = np.full(model.nq, angle) + rng.uniform(-1e-9, 1e-9, model.nq) * (abs(angle) < 1)
+        v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        assert_close(f"crba at {angle}", module.crba(q), ref.crba(model, q), TOL)
+        assert_close(f"rnea at {angle}", module.rnea(q, v, a), ref.rnea(model, q, v, a), TOL)
 
 
 # ------------------------------------------------------------------------ build cache -------
