@@ -212,14 +212,24 @@ def test_analytic_matches_forward_mode(floating):
 def test_generator_keeps_the_shorter_program():
     from rbdgen.codegen.build import generate_program
     from rbdgen.codegen.functions import BY_NAME
-    from rbdgen.algorithms import rnea_derivatives
+    from rbdgen.algorithms import minv, rnea_derivatives
+    # the analytical derivatives are preferred (forward mode is not recorded): they are shorter
     spec = BY_NAME["rnea_derivatives"]
-    assert spec.variants == (rnea_derivatives.analytic_rnea_derivatives,)
+    assert spec.variants == (rnea_derivatives.analytic_rnea_derivatives,) and spec.variants[0].preferred
     model = robot_model("panda")
     kept = generate_program(model, spec).counts["operations"]
     forward = generate_program(model, dataclasses.replace(spec, variants=())).counts["operations"]
     analytic = generate_program(model, dataclasses.replace(spec, run=spec.variants[0], variants=())).counts["operations"]
-    assert kept == min(forward, analytic) and analytic < forward
+    assert kept == analytic < forward
+    # M^-1 in one fixed frame is kept on UR5, in body coordinates on Panda
+    spec = BY_NAME["minv"]
+    assert spec.variants == (minv.minv_in_fixed_frame,)
+    for name, fixed_frame_wins in (("ur5", True), ("panda", False)):
+        model = robot_model(name)
+        kept = generate_program(model, spec).counts["operations"]
+        body = generate_program(model, dataclasses.replace(spec, variants=())).counts["operations"]
+        fixed = generate_program(model, dataclasses.replace(spec, run=spec.variants[0], variants=())).counts["operations"]
+        assert kept == min(body, fixed) and (fixed < body) == fixed_frame_wins, (name, body, fixed)
 
 
 @pytest.mark.parametrize("key", ["tree-fixed", "tree-floating"])

@@ -77,8 +77,12 @@ def _add_B(A, B):
 
 
 def _variant(function):
-    """A variant of the function table (rbdgen.codegen.functions): it has `applies`."""
+    """A variant of the function table (rbdgen.codegen.functions): it has `applies`, and it is
+    `preferred`: fewer operations than forward mode on every robot measured (UR5 2 998 against
+    3 535, Panda 6 752 against 12 338, Talos 35 729 against 85 502), so forward mode is not
+    recorded beside it."""
     function.applies = applies
+    function.preferred = True
     return function
 
 

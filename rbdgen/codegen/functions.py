@@ -31,6 +31,7 @@ class FunctionSpec:
     default: bool = True     # in a build that names no functions
     variants: tuple = ()     # other algorithms for the same outputs (each with .applies(model)); the
                              # generator records every one that applies and keeps the shortest program
+                             # (only the variants, if one that applies is .preferred)
 
 
 INPUT_SIZES = {
