@@ -20,7 +20,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections import namedtuple
@@ -28,7 +27,9 @@ from collections import namedtuple
 import numpy as np
 
 from common import log
+from rbdgen.codegen.build import compile_source
 from rbdgen.codegen.cache import compiler_identity
+from rbdgen.errors import BuildError
 from rbdgen.runtime.states import random_state
 from rbdgen.spatial import quaternion_to_rotation
 
@@ -371,7 +372,10 @@ def build(folder, record, name, urdf, floating, meta, model, module, frame, cand
                 "operations": operations(f), "check_error": err}
         log(f"   adam + CasADi: generating and compiling {fn} ({info['operations']} operations) ...")
         generate(f, symbol, folder)
-        compile_one(os.path.join(folder, f"{symbol}.c"), flags, folder)
+        try:   # the record lists a function only once its object is written
+            compile_source(os.path.join(folder, f"{symbol}.c"), flags, folder)
+        except BuildError as exc:
+            sys.exit(f"bench_c: {exc}")
         record["functions"][fn] = info
         save(folder, record)
 
@@ -394,17 +398,6 @@ def generate(f, symbol, folder):
     generator = cs.CodeGenerator(f"{symbol}.c", {"with_header": True})
     generator.add(f)
     generator.generate(folder + os.sep)
-
-
-def compile_one(source, flags, folder):
-    """source.c -> source.o, written under another name first (a killed run leaves no object)."""
-    cc = os.environ.get("CC", "cc")
-    obj = source[:-2] + ".o"
-    cmd = [cc, *flags, "-c", source, "-o", obj + ".tmp", "-I", folder]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"bench_c: {' '.join(cmd)} failed:\n{result.stdout}{result.stderr}")
-    os.replace(obj + ".tmp", obj)
 
 
 def sanitize(name):

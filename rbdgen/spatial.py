@@ -84,10 +84,12 @@ def tangential_matrix(w, w_dot):
     """W = w_dot~ + w~ w~, so that W r = w_dot x r + w x (w x r): the acceleration of a point
     at r relative to the origin's, in a body turning at w with angular acceleration w_dot.
     The diagonal w~ w~ entries are -(w_j^2 + w_k^2), the off-diagonal ones w_i w_j."""
+    wdx = skew(w_dot)
+
     def entry(i, j):
         if i == j:
             return -(w[(i + 1) % 3] ** 2 + w[(i + 2) % 3] ** 2)
-        return w[i] * w[j] + skew(w_dot)[i][j]
+        return w[i] * w[j] + wdx[i][j]
     return tuple(tuple(entry(i, j) for j in range(3)) for i in range(3))
 
 
@@ -316,7 +318,7 @@ class Inertia:
         """
         w = v.ang
         acc = add3(a.lin, cross3(w, v.lin))
-        return Force(add3(add3(matvec3(self.I, a.ang), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
+        return Force(self._euler_moment(w, a.ang, acc),
                      sub3(sub3(scale3(self.m, acc), cross3(self.h, a.ang)), cross3(w, cross3(self.h, w))))
 
     def newton_euler_force(self, w, w_dot, acc, W):
@@ -324,8 +326,11 @@ class Inertia:
         classical acceleration acc of its origin and W = tangential_matrix(w, w_dot) (Newton
         and Euler about the origin): angular I w' + w x (I w) + h x acc, linear m acc + W h,
         W h being w' x h + w x (w x h), the acceleration of the centre of mass less acc, times m."""
-        return Force(add3(add3(matvec3(self.I, w_dot), cross3(w, matvec3(self.I, w))), cross3(self.h, acc)),
-                     add3(scale3(self.m, acc), matvec3(W, self.h)))
+        return Force(self._euler_moment(w, w_dot, acc), add3(scale3(self.m, acc), matvec3(W, self.h)))
+
+    def _euler_moment(self, w, w_dot, acc):
+        """I w' + w x (I w) + h x acc: the moment about the origin (acc its classical acceleration)."""
+        return add3(add3(matvec3(self.I, w_dot), cross3(w, matvec3(self.I, w))), cross3(self.h, acc))
 
     def bias_force(self, v):
         """v x* (I v), the velocity-product force, in the cheaper form the Jacobi identity gives.

@@ -30,7 +30,8 @@ def minv_in_fixed_frame(model, ops, q):
     global frame (here the root body's: kinematics.root_frame_placements). The Theta(n^2)
     passes then need no transform, while S, U and D lose the zeros that body coordinates
     give them: it pays on floating bases (Solo12 5 777 -> 5 396 operations, Talos 28 417 ->
-    26 306) and on UR5 (1 144 -> 792), not on Panda (2 594 -> 2 846). The generator keeps the shorter of the two programs."""
+    26 306) and on UR5 (1 144 -> 792), not on Panda (2 594 -> 2 846). The generator keeps
+    the shorter of the two programs."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
     X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)

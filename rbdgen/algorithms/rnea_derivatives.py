@@ -23,10 +23,10 @@ the same with dAdv_j and J_j for v. Each pair is a few 6-vector dot products.
 This needs each joint's motion subspace to be constant in its body (true of every URDF
 joint and of the quaternion, planar and translation joints); `applies` says whether it is.
 Its per-body work (inertias in a common frame, B) is heavier than forward mode's and its
-per-pair work lighter. The generator records both and keeps the shorter program
-(FunctionSpec.variants): on the benchmark robots this one (operations: UR5 2 998 against
+per-pair work lighter. On the benchmark robots it is shorter (operations: UR5 2 998 against
 forward mode's 3 535, Panda 6 752 against 12 338, Solo12 9 592 against 15 965, Talos 35 729
-against 85 502). The reference runs forward mode, so every build compares the two.
+against 85 502), so it is a preferred variant (FunctionSpec.variants): where it applies, the
+generator records it alone. The reference runs forward mode, so every build compares the two.
 """
 
 from ..model import mimic
