@@ -7,6 +7,7 @@ Python call (and its C++ time from pin_bench, when given). Medians of several ro
 two sides interleaved; the machine is noisy, so read the ratios.
 """
 
+import functools
 import json
 import os
 import statistics
@@ -33,14 +34,27 @@ PINOCCHIO = {
 }
 
 
-def _inputs(meta, model, rng, batch=None):
-    """Seeded arrays for every input name a module uses."""
-    q, v, a = random_state(model, rng, batch)
-    shape = (model.nv,) if batch is None else (batch, model.nv)
-    values = {"q": q, "v": v, "a": a, "tau": rng.normal(size=shape)}
-    fext_size = 6 * model.nbodies
-    values["fext"] = rng.normal(size=(fext_size,) if batch is None else (batch, fext_size))
-    return values
+def c_function(module, model, name):
+    """(callable, arguments for one state, arguments for `batch` states) of the C function
+    `name`, as the verification calls it: a function of a frame on the deepest body's first
+    frame (its placement is an argument), a declared-contact function through its private
+    entry point (the public one takes call-time contacts)."""
+    from .algorithms import constrained
+    from .algorithms.frames import placement_entries
+    from .codegen.functions import lookup
+    from .codegen.render import SHARED_INPUTS
+    spec = lookup(name, constrained.parse_contacts(model, getattr(module, "contacts", ())))
+    function = getattr(module, ("_declared_" if spec.declared else "") + name, None)
+    shared = {}
+    if spec.per_body:
+        frame = max((model.frame(f) for f in module.frames), key=lambda f: (f.body, -len(f.name)))
+        function = functools.partial(getattr(module, "_" + name), frame.body)
+        shared["placement"] = np.array(placement_entries(frame.placement), dtype=float)
+
+    def arguments(inputs, batch):
+        return [shared[arg] if arg in shared else inputs[arg][0] if arg in SHARED_INPUTS or batch is None
+                else inputs[arg] for arg in spec.inputs]
+    return function, arguments
 
 
 def _median_time(call, number):
@@ -87,18 +101,17 @@ def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print, mimi
         raise ValueError(f"calls and batch must be >= 1, got calls={calls}, batch={batch}")
     with open(os.path.join(os.path.dirname(module.__file__), "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    rng = np.random.default_rng(seed)
-    single = _inputs(meta, model, rng)
-    batched = _inputs(meta, model, rng, batch)
+    from .runtime.verify import random_inputs
+    inputs = random_inputs(model, np.random.default_rng(seed), batch)
+    single = {name: values[0] for name, values in inputs.items()}
     pin, notes = _pinocchio(urdf, floating, model, mimic)
     if pin_bench and mimic:   # its model would have the mimic joints as independent joints
         notes.append("pin_bench builds Pinocchio's model without mimic joints: no C++ column")
     cpp = _pin_bench(pin_bench, urdf, floating) if not mimic else {}
     rows = []
     for name, spec in meta["functions"].items():
-        fn = getattr(module, name)
-        args = [single[arg] for arg, _ in spec["inputs"]]
-        bargs = [batched[arg] for arg, _ in spec["inputs"]]
+        fn, arguments = c_function(module, model, name)
+        args, bargs = arguments(inputs, None), arguments(inputs, batch)
         number = calls or max(20, min(2000, int(2e5 / max(spec["operations"], 1))))
         py = _median_time(lambda: fn(*args), number) * 1e9
         c = _median_time(lambda: fn(*bargs, threads=1), 3) / batch * 1e9

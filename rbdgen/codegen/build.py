@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 from .. import __version__
 from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
@@ -71,23 +73,77 @@ def model_fingerprint(model):
     return h.hexdigest()
 
 
-def generate_program(model, spec, cse=True, body=None):
+# States (seeded) on which every candidate program of a function with variants is measured.
+ACCURACY_STATES = 4
+ACCURACY_SEED = 1
+
+
+def generate_program(model, spec, cse=True, body=None, choice=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
-    (for a function of a frame, the program of the frames on `body`)."""
+    (for a function of a frame, the program of the frames on `body`).
+
+    A function with variants (other algorithms for the same outputs) keeps the shortest
+    program whose forward error, measured against extended precision on ACCURACY_STATES
+    seeded states, is within the budget of rbdgen.runtime.accuracy (ten times the table
+    algorithm's own error, or 100 eps). Variants marked `preferred` are tried alone first,
+    and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
+    a dict, receives what was measured and kept."""
     inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
-    best = None
+
+    def program_of(function):
+        run = (lambda ops, *args: function(model, ops, body, *args)) if spec.per_body else \
+            (lambda ops, *args: function(model, ops, *args))
+        return optimize(record(run, inputs, spec.output(model)), cse=cse)
+
     variants = tuple(v for v in spec.variants if v.applies(model))
-    # a variant marked `preferred` was shorter wherever measured: the table's own algorithm
-    # (still the reference) is then not recorded, which halves the symbolic time
-    candidates = variants if any(getattr(v, "preferred", False) for v in variants) else (spec.run,) + variants
-    for function in candidates:
-        run = (lambda ops, *args, f=function: f(model, ops, body, *args)) if spec.per_body else \
-            (lambda ops, *args, f=function: f(model, ops, *args))
-        program = optimize(record(run, inputs, spec.output(model)), cse=cse)
-        # the same function computed another way: the program with fewer operations is kept
-        if best is None or program.counts["operations"] < best.counts["operations"]:
-            best = program
-    return best
+    if not variants:
+        return program_of(spec.run)
+    from ..runtime.accuracy import Yardstick
+    from ..runtime.verify import random_inputs
+    from .evaluate import evaluate
+    states = random_inputs(model, np.random.default_rng(ACCURACY_SEED), ACCURACY_STATES)
+    states = {name: states[name] for name in spec.inputs} if not spec.per_body else \
+        dict({name: states[name] for name in spec.inputs if name != "placement"},
+             placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
+    yardstick = Yardstick(model, spec, states, body)
+    preferred = tuple(v for v in variants if getattr(v, "preferred", False))
+    rounds = (preferred, (spec.run,)) if preferred else ((spec.run,) + variants,)
+    measured = []
+    for functions in rounds:
+        for function in functions:
+            program = program_of(function)
+            measured.append((function, program, yardstick.error(evaluate(program, states))))
+        accurate = [m for m in measured if m[2] <= yardstick.budget]
+        if accurate:
+            break
+    # none within budget (the optimizer lost digits even in the table's algorithm): the most accurate
+    kept = min(accurate, key=lambda m: m[1].counts["operations"]) if accurate else min(measured, key=lambda m: m[2])
+    if choice is not None:
+        choice.update(kept=_algorithm_name(kept[0], spec), error=kept[2], budget=yardstick.budget,
+                      reference_error=yardstick.reference_error,
+                      candidates={_algorithm_name(f, spec): {"operations": p.counts["operations"], "error": e}
+                                  for f, p, e in measured})
+    return kept[1]
+
+
+def describe_choice(name, choice):
+    """One line on the program a function with variants kept, and why."""
+    others = [f"{algorithm} {c['operations']} operations, error {c['error']:.1e}"
+              for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
+    kept = choice["candidates"][choice["kept"]]
+    return (f"{name}: kept {choice['kept']} ({kept['operations']} operations, error {choice['error']:.1e} "
+            f"within {choice['budget']:.1e})" + (f"; also measured {'; '.join(others)}" if others else ""))
+
+
+def _algorithm_name(function, spec):
+    return spec.name if function is spec.run else function.__name__
+
+
+def _body_frame_placement(model, body):
+    """The placement (E row-major, r) of the first frame on `body`: a function of a frame
+    is measured there."""
+    frame = next(f for f in model.frames if f.body == body)
+    return np.array(placement_entries(frame.placement), dtype=float)
 
 
 def _metadata(model, module, extension, datas, key, options, source, frames, contacts):
@@ -109,7 +165,8 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
                    for f in frames},
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
-                                  "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"]}
+                                  "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
+                                  **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
                       for d in datas},
     }
 
@@ -243,7 +300,7 @@ def _replacing_another_robot(target, model, progress):
 def _verify(work, model, module, progress):
     """Load the new module from its temporary folder and compare it with the reference;
     CodegenError (and the folder is discarded) on any mismatch or non-finite value."""
-    from ..runtime.verify import verify_module
+    from ..runtime.verify import failure_line, verify_module
     t0 = time.perf_counter()
     # under a package name of its own: the installed copy is loaded again from its final place
     loaded = load(work, package=f"rbdgen_verifying_{module}_{hashlib.sha256(work.encode()).hexdigest()[:12]}")
@@ -251,10 +308,17 @@ def _verify(work, model, module, progress):
     bad = {k: v for k, v in report.items() if not v["ok"]}
     if bad:
         name_, worst = next(iter(bad.items()))
-        raise CodegenError(f"{module}: generated {name_} disagrees with the reference "
-                           f"(relative error {worst['error']:.2e}); please report this")
+        raise CodegenError(f"{module}: {failure_line(name_, worst)}; cond(M) {_condition(model):.1e} at the first "
+                           "state" + ("" if "bound" in worst else "; please report this"))
     progress(f"verified against the reference ({len(report)} functions, {time.perf_counter() - t0:.1f} s)")
     return report
+
+
+def _condition(model):
+    """cond(M) at the first verification state (what a solve's digits depend on)."""
+    from ..runtime.verify import random_inputs
+    q = random_inputs(model, np.random.default_rng(0), 1)["q"][0]
+    return float(np.linalg.cond(reference.crba(model, q)))
 
 
 def compile_flags(native):
@@ -288,6 +352,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
             results[data["name"]] = (data, obj)
             progress(f"  {data['name']}: {data['operations']} operations "
                      f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
+            if data["accuracy"]:
+                progress("    " + describe_choice(data["name"], data["accuracy"]))
     datas = [results[spec.name][0] for spec in specs]
     info_source = os.path.join(work, f"{prefix}_info.c")
     with open(info_source, "w") as f:
@@ -320,10 +386,11 @@ def _generate_function(model, module, name, cse, work, header, flags, bodies, co
     A function of a frame gets one program for each body that carries frames."""
     spec = fn_table.lookup(name, contacts)
     t0 = time.perf_counter()
-    programs = [(body, generate_program(model, spec, cse, body)) for body in bodies] if spec.per_body else \
-        [(None, generate_program(model, spec, cse))]
+    choice = {}
+    programs = [(body, generate_program(model, spec, cse, body, choice)) for body in bodies] if spec.per_body else \
+        [(None, generate_program(model, spec, cse, choice=choice))]
     t1 = time.perf_counter()
-    data = function_data(module, spec, model, programs)
+    data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
     source = os.path.join(work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
         f.write(render_function(header, data))

@@ -57,7 +57,7 @@ def _unit(axis, what):
     norm = math.sqrt(dot3(axis, axis))
     if not norm > 1e-12 or not math.isfinite(norm):
         raise ModelError(f"{what}: axis {axis} has zero length; give a non-zero axis")
-    return tuple(snap(a / norm) for a in axis)
+    return snap_orthonormal((tuple(a / norm for a in axis),))[0]
 
 
 def snap(x, tol=1e-10):
@@ -65,13 +65,39 @@ def snap(x, tol=1e-10):
 
     URDF rotations of ±π/2 leave entries like 6e-17, or 4.9e-12 where the file writes
     π/2 as 1.57079632679; as exact ints SymPy drops them, so the generated code never
-    multiplies by them. The change is far below the 1e-9 agreement with Pinocchio.
+    multiplies by them. Rows that must stay orthonormal go through `snap_orthonormal`.
     """
     x = float(x)
     for exact in (0, 1, -1):
         if abs(x - exact) <= tol:
             return exact
     return x
+
+
+# What rounding alone leaves in a rotation computed in double precision (cos(π/2) = 6e-17):
+# snapping entries this small keeps rows orthonormal to a few units in the last place.
+ROUNDING_RESIDUE = 1e-15
+
+
+def snap_orthonormal(rows):
+    """Orthonormal rows (a rotation, a unit axis) with entries near 0 and ±1 made exact,
+    only as far as the rows stay orthonormal to rounding.
+
+    Snapping 4.9e-12 to 0 in a rotation by 1.57079632679 about x is exact when the whole
+    matrix snaps to a signed permutation. In a rotation that also turns by 0.3 about z it
+    leaves rows orthogonal only to 1e-12, and every algorithm then computes a slightly
+    different non-rigid robot: M from CRBA and forward dynamics from ABA disagreed by 7e-12
+    on so101 in exact arithmetic, M^-1 in body and in fixed coordinates by 1.5e-10 on xarm7.
+    Such rows keep their small entries, only rounding residues become exact zeros."""
+    snapped = [tuple(snap(x) for x in row) for row in rows]
+    if _orthonormality_defect(snapped) <= ROUNDING_RESIDUE:
+        return snapped
+    return [tuple(snap(x, ROUNDING_RESIDUE) for x in row) for row in rows]
+
+
+def _orthonormality_defect(rows):
+    return max(abs(sum(float(a) * float(b) for a, b in zip(ri, rj)) - (1.0 if i == j else 0.0))
+               for i, ri in enumerate(rows) for j, rj in enumerate(rows))
 
 
 class Revolute(JointModel):
@@ -219,7 +245,7 @@ class Planar(JointModel):
             u = (1, 0, 0)
         else:  # any in-plane direction will do; this one is deterministic
             u = _unit(cross3((1, 0, 0) if abs(n[0]) < 0.9 else (0, 1, 0), n), "planar joint")
-        self.normal, self.u, self.w = n, u, tuple(snap(x) for x in cross3(n, u))
+        self.normal, self.u, self.w = n, u, snap_orthonormal((cross3(n, u),))[0]
 
     def calc(self, ops, q, v):
         s, c = ops.sincos(q[2])

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ModelError
 from ..spatial import Inertia, Transform
-from .joints import JointModel, snap
+from .joints import JointModel, snap_orthonormal
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -205,7 +205,7 @@ class ModelBuilder:
 
     def finish(self):
         _check_finite(self)
-        exact_transform = lambda X: Transform(tuple(tuple(snap(e) for e in row) for row in X.E),
+        exact_transform = lambda X: Transform(snap_orthonormal(X.E),
                                                tuple(_exact(x) for x in X.r))
         frames = tuple(Frame(f.name, f.body, exact_transform(f.placement)) for f in self._frames.values())
         return Model(
