@@ -10,5 +10,6 @@ __all__ = ["BuildError", "CodegenError", "InertiaWarning", "ModelError", "Rbdgen
            "load_urdf", "reference", "__version__"]
 
 from .codegen.build import build, build_model, load  # noqa: E402
+from .codegen.export import export, export_model  # noqa: E402
 
-__all__ += ["build", "build_model", "load"]
+__all__ += ["build", "build_model", "load", "export", "export_model"]

@@ -1,4 +1,4 @@
-"""rbdgen build | info | verify | bench.
+"""rbdgen build | export | info | verify | bench.
 
 User mistakes (missing file, bad URDF, unknown algorithm, an output folder that cannot be
 written, a corrupted module) print one line and exit 2; a mismatch found by `verify` exits 1.
@@ -81,6 +81,17 @@ def cmd_build(args):
     width = max(map(len, module.operation_counts), default=0)
     for name, ops in module.operation_counts.items():
         print(f"  {name:{width}s} {ops:8d} operations")
+    return 0
+
+
+def cmd_export(args):
+    from .codegen.export import export
+    _check_output(args.output)
+    path = export(args.urdf, args.output, floating_base=args.floating_base, name=args.name,
+                  algorithms=_algorithms(args.algorithms), native=args.native, strict=args.strict, mimic=args.mimic,
+                  frames=_algorithms(args.frames), contacts=args.contact or None, module_dir=args.module_dir,
+                  progress=_progress(time.perf_counter()))
+    print(f"exported {path}: cmake -S {args.output} -B build && cmake --build build && cmake --install build")
     return 0
 
 
@@ -229,20 +240,33 @@ def main(argv=None):
                        help="<mimic> joints as Pinocchio's mimic=True model: q = multiplier * q_master + offset, no "
                             "coordinate of their own (default: independent joints, with a warning)")
 
+    def function_options(p):
+        p.add_argument("--name", help="module name (default: the robot's name, sanitized)")
+        model_options(p)
+        p.add_argument("--algorithms", help="comma-separated functions to generate (default: all)")
+        p.add_argument("--frames", help="comma-separated frames served (default: every link and fixed frame)")
+        p.add_argument("--contact", action="append", metavar="FRAME[:6d|:3d|:1d][@x,y,z][/nx,ny,nz]",
+                       help="a contact declared at build time (repeat for several): 6d holds the frame, 3d a point "
+                            "(offset @x,y,z in frame coordinates), 1d a point along a normal in frame axes (default "
+                            "+z); adds contact_jacobian, contact_gamma, contact_dynamics, impulse_dynamics, "
+                            "contact_inertia and contact_eom for them")
+
     p = sub.add_parser("build", help="generate and compile the module for a URDF")
     p.add_argument("urdf")
     p.add_argument("-o", "--output", default="generated", help="output folder (default: generated)")
-    p.add_argument("--name", help="module name (default: the robot's name, sanitized)")
-    model_options(p)
-    p.add_argument("--algorithms", help="comma-separated functions to generate (default: all)")
+    function_options(p)
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
-    p.add_argument("--frames", help="comma-separated frames the module serves (default: every link and fixed frame)")
-    p.add_argument("--contact", action="append", metavar="FRAME[:6d|:3d|:1d][@x,y,z][/nx,ny,nz]",
-                   help="a contact declared at build time (repeat for several): 6d holds the frame, 3d a point "
-                        "(offset @x,y,z in frame coordinates), 1d a point along a normal in frame axes (default +z); "
-                        "the module gets contact_jacobian, contact_gamma, contact_dynamics, impulse_dynamics, "
-                        "contact_inertia and contact_eom for them")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("export", help="write the C library of a URDF's robot: sources, header, CMake package")
+    p.add_argument("urdf")
+    p.add_argument("-o", "--output", required=True, help="the library's folder (new, empty or an earlier export)")
+    function_options(p)
+    p.add_argument("--native", action="store_true",
+                   help="turn the CMake option RBDGEN_NATIVE (-march=native) on by default (default: portable)")
+    p.add_argument("--module-dir", help="build or reuse the module here, as rbdgen build -o does "
+                                        "(default: a temporary folder)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("info", help="print the kinematic tree, joints and their q/v indices")
     p.add_argument("urdf")

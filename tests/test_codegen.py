@@ -374,16 +374,24 @@ def test_sanitizer(tmp_path, nasty):
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ident) and not keyword.iskeyword(ident), ident
     assert os.path.basename(folder) == ident
 
-    # the generated C and the wrapper hold none of the raw names
+    # the generated C and the wrapper hold none of the raw names; in C, the names appear only
+    # escaped inside comments (the header's lists) and string literals (the frame table)
     raw = [n for n in (nasty, *links, *joints) if not n.isidentifier()]
     for filename in os.listdir(folder):
         if filename.endswith((".c", ".h", ".py")):
             with open(os.path.join(folder, filename), encoding="utf-8") as f:
                 text = f.read()
+            if filename.endswith((".c", ".h")):
+                text = re.sub(r'/\*.*?\*/|"(\\.|[^"\\\n])*"', " ", text, flags=re.S)
             for name in raw:
                 assert name not in text, f"{filename} contains the raw name {name!r}"
             for fragment in ("system(", "rm -rf", "#include <stdio.h>", "int evil"):
                 assert fragment not in text, f"{filename} contains {fragment!r}"
+    # ... and no comment or string ends early: the C holding them compiles without a warning
+    for filename in (f"rbdgen_{ident}.h", f"rbdgen_{ident}_info.c"):
+        result = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-fsyntax-only",
+                                 "-x", "c", os.path.join(folder, filename)], capture_output=True, text=True)
+        assert result.returncode == 0, f"{filename}: {result.stderr}"
     # model.json keeps the names, JSON-escaped
     with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
         text = f.read()

@@ -31,8 +31,8 @@ from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
-from .render import (function_data, render_batch, render_calls, render_function, render_header, render_info,
-                     render_wrapper, signature)
+from .render import (function_data, kernels_header_name, render_batch, render_calls, render_function,
+                     render_header, render_info, render_kernels_header, render_wrapper, signature)
 
 # Floating-point contraction (a*b + c fused into one FMA) stays on: every expression is computed
 # once (hash-consing and CSE), and an output equal to an earlier one is copied from it in the
@@ -334,7 +334,9 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     header = f"{prefix}.h"
     signatures = [signature(module, spec, model) for spec in specs]
     with open(os.path.join(work, header), "w") as f:
-        f.write(render_header(module, signatures))
+        f.write(render_header(module, signatures, model, frames, contacts))
+    with open(os.path.join(work, kernels_header_name(module)), "w") as f:
+        f.write(render_kernels_header(module, header))
     batch_source = os.path.join(work, f"{prefix}_batch.c")
     with open(batch_source, "w") as f:
         f.write(render_batch(module, header, signatures))
@@ -357,7 +359,10 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     datas = [results[spec.name][0] for spec in specs]
     info_source = os.path.join(work, f"{prefix}_info.c")
     with open(info_source, "w") as f:
-        f.write(render_info(module, header, build_info(key, model.nq, model.nv, len(specs))))
+        f.write(render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
+                            [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
+    with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
+        f.write(render_header(module, datas, model, frames, contacts))
     objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
                                                            compile_source(info_source, flags, work)]
     with open(os.path.join(work, "__init__.py"), "w") as f:
@@ -369,7 +374,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(render_calls(module, header, signatures, model.nq, model.nv,
-                             [(f.name, f.body, placement_entries(f.placement)) for f in frames]))
+                             [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
     t0 = time.perf_counter()
     _cffi_extension(work, extension, header, objects, f"{prefix}_calls.c", f"rbdgen_{module}_entry_points")
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
@@ -393,7 +398,7 @@ def _generate_function(model, module, name, cse, work, header, flags, bodies, co
     data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
     source = os.path.join(work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
-        f.write(render_function(header, data))
+        f.write(render_function(module, data))
     t2 = time.perf_counter()
     obj = compile_source(source, flags, work)
     return data, obj, (t1 - t0, t2 - t1, time.perf_counter() - t2)
@@ -457,15 +462,23 @@ def build(urdf_path, out_dir="generated", floating_base=False, name=None, algori
     their master (Pinocchio's mimic=True model) instead of moving freely; frames: the names of
     the frames the module serves (None: all); contacts: contacts declared at build time
     ("l_sole:6d", "FL_FOOT:3d", ...; see build_model)."""
+    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress)
+    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts)
+
+
+def load_source(urdf_path, floating_base=False, strict=False, mimic=False, algorithms=None, frames=None,
+                contacts=None, progress=_noop):
+    """(model, source record) for a URDF, after checking the names of functions, frames and
+    contacts, so that a mistake fails before any work."""
     t0 = time.perf_counter()
-    fn_table.check_names(algorithms)  # unknown names fail before any work
+    fn_table.check_names(algorithms)
     model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
-    check_task_space(model, frames, contacts)   # before any work, like the algorithm names
+    check_task_space(model, frames, contacts)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
                   "floating_base": bool(floating_base), "mimic": bool(mimic)}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
-    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts)
+    return model, source
 
 
 def build_info(key, nq, nv, nfunctions):

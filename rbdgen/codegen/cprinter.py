@@ -96,3 +96,19 @@ class SlotPrinter(C99CodePrinter):
 def slot_map(program):
     """Input symbols -> 'name[k]'."""
     return {sym: f"{name}[{k}]" for name, syms in program.inputs.items() for k, sym in enumerate(syms)}
+
+
+# Characters of text from a robot description (names) that pass into C unchanged. Everything
+# else is escaped: no '*' or '/' (a comment cannot end), no '?' (no trigraph), no '\' (no line
+# splice), no quote (a string literal cannot end), no control character.
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _-.,:;=+()[]{}<>#@!%&|^~")
+
+
+def c_comment_text(text):
+    """Any text as one line that is safe inside a C comment: other characters as \\uXXXX."""
+    return "".join(c if c in _PLAIN else f"\\u{ord(c):04x}" for c in str(text))
+
+
+def c_string(text):
+    """Any text as a C string literal of its UTF-8 bytes (octal escapes beyond _PLAIN)."""
+    return '"' + "".join(chr(b) if chr(b) in _PLAIN else f"\\{b:03o}" for b in str(text).encode("utf-8")) + '"'

@@ -3,7 +3,7 @@
 import jinja2
 
 from .. import __version__
-from .cprinter import SlotPrinter, slot_map
+from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .recorder import SinCos
 
 _ENV = jinja2.Environment(
@@ -74,6 +74,7 @@ def function_data(module, spec, model, programs, part_statements=PART_STATEMENTS
                for k, (body, program) in enumerate(programs)]
     return dict(signature(module, spec, model), kernels=kernels,
                 operations=max(k["operations"] for k in kernels), sincos=max(k["sincos"] for k in kernels),
+                workspace=max(k["workspace"] for k in kernels),
                 bodies=[body for body, _ in programs] if spec.per_body else None)
 
 
@@ -121,6 +122,15 @@ def kernel_data(program, part_statements):
                               "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
         rendered.append(lines)
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
+    # the arguments a C function of a part does not read, named so that -Wextra stays quiet
+    names = {sym: name for name, syms in program.inputs.items() for sym in syms}
+    read = [{names[sym] for st in part for sym in _reads(st) if sym in names} for part in parts]
+    if len(parts) == 1:
+        read[0] |= {names[sym] for e in program.outputs for sym in e.free_symbols if sym in names}
+    unused = [[name for name in program.inputs if name not in r] for r in read]
+    if len(parts) > 1:
+        uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
+        unused = [u + ([] if w else ["w"]) for u, w in zip(unused, uses_w)]
     # An entry equal to an earlier one (M[j, i] = M[i, j]) is copied from it, not computed
     # again: one value, so symmetry is exact whatever the compiler does with each copy.
     outputs, copies, first = [], [], {}
@@ -133,7 +143,7 @@ def kernel_data(program, part_statements):
             first[e] = k
             outputs.append((k, final.expression(e)))
     zeros = [k for k, e in enumerate(program.outputs) if e == 0]
-    return dict(parts=rendered, workspace=len(slot), outputs=outputs, copies=copies, zero_outputs=len(zeros),
+    return dict(parts=rendered, unused=unused, workspace=len(slot), outputs=outputs, copies=copies, zero_outputs=len(zeros),
                 zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
@@ -165,21 +175,43 @@ def _reads(st):
     return (st.arg if isinstance(st, SinCos) else st.expr).free_symbols
 
 
-def render_header(module, functions):
-    return template("module.h.j2").render(version=__version__, module=module, functions=functions)
+def render_header(module, functions, model, frames, contacts):
+    """The public header: conventions, constants, the joints, frames and contacts, and every
+    function's prototype with its inputs, output layout and cost (when `functions` are the
+    generated ones rather than their signatures)."""
+    return template("module.h.j2").render(
+        version=__version__, module=module, robot=c_comment_text(model.name), nq=model.nq, nv=model.nv,
+        nbodies=model.nbodies, gravity=[repr(float(g)) for g in model.gravity],
+        joints=[{"name": c_comment_text(j.name), "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v}
+                for j in model.joints],
+        frames=[{"name": c_comment_text(f.name), "body": f.body} for f in frames],
+        contacts=[{"spec": c_comment_text(c.describe()), "rows": c.rows} for c in contacts],
+        contact_rows=sum(c.rows for c in contacts), functions=functions)
 
 
-def render_function(header, fn):
-    return template("function.c.j2").render(version=__version__, header=header, fn=fn)
+def kernels_header_name(module):
+    return f"rbdgen_{module}_kernels.h"
+
+
+def render_kernels_header(module, header):
+    return template("kernels.h.j2").render(version=__version__, module=module, header=header)
+
+
+def render_function(module, fn):
+    return template("function.c.j2").render(version=__version__, kernels_header=kernels_header_name(module), fn=fn)
 
 
 def render_batch(module, header, functions):
     return template("batch.c.j2").render(version=__version__, module=module, header=header, functions=functions)
 
 
-def render_info(module, header, info):
+def render_info(module, header, info, frames):
+    """build_info and the frame table. frames: [(name, body, placement entries)]."""
     assert all(c.isalnum() or c == " " for c in info)  # hex key and counts: nothing to escape
-    return template("info.c.j2").render(version=__version__, module=module, header=header, info=info)
+    return template("info.c.j2").render(
+        version=__version__, module=module, header=header, info=info,
+        frames=[{"literal": c_string(name), "body": int(body), "placement": [repr(float(x)) for x in placement]}
+                for name, body, placement in frames])
 
 
 def render_calls(module, header, functions, nq, nv, frames):

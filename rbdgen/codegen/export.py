@@ -1,0 +1,118 @@
+"""rbdgen export: the generated C of a robot as a library anyone can link (CMake, pkg-config).
+
+The export is the module's own C: the same build (generate, compile, verify against the
+reference, cache) produces the folder, and the export takes from it every source but the
+Python binding (rbdgen_<module>_calls.c), lays them out as include/ and src/, and adds a
+CMakeLists.txt that builds a static and a shared library and installs a CMake package
+(`find_package(rbdgen_<module>)` gives `rbdgen::<module>`), a pkg-config file, model.json
+and a README. Nothing in it needs rbdgen, Python or a GNU compiler.
+"""
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from .. import __version__
+from ..errors import BuildError
+from .build import build_model, load_source
+from .cprinter import c_comment_text
+from .render import template
+
+# The file that marks a folder as an export, so that exporting again replaces it and a
+# folder of something else is never overwritten.
+MARKER = ".rbdgen-export"
+PYTHON_ONLY = ("_calls.c",)   # the binding's C, which includes Python.h
+
+
+def export(urdf_path, out_dir, floating_base=False, name=None, algorithms=None, native=False, cse=True,
+           verify=True, progress=None, strict=False, mimic=False, frames=None, contacts=None, module_dir=None):
+    """Write the C library of a URDF's robot to `out_dir` (the options are build's; native and
+    module_dir as in export_model). Returns the path of the export."""
+    progress = progress or (lambda message: None)
+    _check_destination(out_dir)
+    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress)
+    return export_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts,
+                        module_dir)
+
+
+def export_model(model, out_dir, name=None, algorithms=None, native=False, cse=True, verify=True,
+                 progress=None, source=None, frames=None, contacts=None, module_dir=None):
+    """Build (or reuse) the module for `model` and write its C library to `out_dir`.
+
+    native: the default of the CMake option RBDGEN_NATIVE (-march=native); the sources are the
+    same either way. module_dir: where the module is built or reused (default: a temporary
+    folder; give a build's output folder to reuse a module built with the same options).
+    Returns the path of the export."""
+    progress = progress or (lambda message: None)
+    _check_destination(out_dir)
+    with tempfile.TemporaryDirectory(prefix="rbdgen-export-") as scratch:
+        module = build_model(model, out_dir=module_dir or scratch, name=name, algorithms=algorithms, cse=cse,
+                             verify=verify, progress=progress, source=source, frames=frames, contacts=contacts)
+        folder = os.path.dirname(os.path.abspath(module.__file__))
+        write_library(folder, out_dir, model, native)
+    progress(f"exported the C library of {model.name!r} to {out_dir}")
+    return os.path.abspath(out_dir)
+
+
+def write_library(module_folder, out_dir, model, native=False):
+    """Lay out a built module's C sources as a CMake project in `out_dir` (replacing an
+    earlier export there); written in a sibling folder first, then renamed into place."""
+    with open(os.path.join(module_folder, "model.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    module = meta["module"]
+    prefix = f"rbdgen_{module}"
+    header = f"{prefix}.h"
+    sources = sorted(n for n in os.listdir(module_folder)
+                     if n.startswith(prefix + "_") and n.endswith((".c", ".h")) and not n.endswith(PYTHON_ONLY))
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".rbdgen-export-", dir=parent)
+    try:
+        for sub in ("include", "src", "cmake"):
+            os.mkdir(os.path.join(staging, sub))
+        shutil.copyfile(os.path.join(module_folder, header), os.path.join(staging, "include", header))
+        for name in sources:
+            shutil.copyfile(os.path.join(module_folder, name), os.path.join(staging, "src", name))
+        library_meta = {k: v for k, v in meta.items() if k not in ("extension",)}
+        with open(os.path.join(staging, "model.json"), "w", encoding="utf-8") as f:
+            json.dump(library_meta, f, indent=1)
+        data = dict(version=__version__, cmake_version=_cmake_version(__version__), module=module,
+                    robot=c_comment_text(model.name), native=native, nq=model.nq, nv=model.nv,
+                    gravity=[repr(float(g)) for g in model.gravity],
+                    sources=[n for n in sources if n.endswith(".c")], functions=list(meta["functions"]),
+                    has_rnea="rnea" in meta["functions"],
+                    quaternion_w=next((j.idx_q + 6 for j in model.joints if j.type == "free_flyer"), None))
+        for template_name, target in (("CMakeLists.txt.j2", "CMakeLists.txt"),
+                                      ("Config.cmake.in.j2", f"cmake/{prefix}Config.cmake.in"),
+                                      ("pc.in.j2", f"{prefix}.pc.in"), ("README.md.j2", "README.md")):
+            with open(os.path.join(staging, target), "w", encoding="utf-8") as f:
+                f.write(template("export/" + template_name).render(**data))
+        with open(os.path.join(staging, MARKER), "w") as f:
+            f.write(f"rbdgen {__version__} export of {module}\n")
+        if os.path.isdir(out_dir):
+            old = tempfile.mkdtemp(prefix=".rbdgen-export-old-", dir=parent)
+            os.rename(out_dir, os.path.join(old, "previous"))
+            os.rename(staging, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _check_destination(out_dir):
+    """BuildError (one line) for a destination that is a file, or a folder with other things
+    in it than an earlier export."""
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise BuildError(f"'{out_dir}' exists and is not a folder; give a new or empty folder with -o")
+    if os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.isfile(os.path.join(out_dir, MARKER)):
+        raise BuildError(f"'{out_dir}' is not empty and holds no rbdgen export; give a new or empty folder with -o")
+
+
+def _cmake_version(version):
+    """CMake's project VERSION takes numbers only: 0.1.0.dev3 -> 0.1.0."""
+    numbers = re.match(r"\d+(\.\d+){0,3}", version)
+    return numbers.group(0) if numbers else "0"
