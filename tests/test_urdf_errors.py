@@ -14,7 +14,7 @@ from rbdgen import reference as ref
 from rbdgen.model import FreeFlyer, ModelBuilder, Prismatic, Revolute
 from rbdgen.spatial import Inertia
 
-from helpers import REL_TOL_PINOCCHIO, assert_close, robots_dir
+from helpers import REL_TOL_PINOCCHIO, assert_close, robots_dir, write_urdf
 
 INERTIA_OK = '<inertia ixx="0.01" iyy="0.02" izz="0.015" ixy="0" ixz="0" iyz="0"/>'
 
@@ -498,3 +498,16 @@ def test_every_example_robot_data_urdf_loads(relpath, floating_base):
     q = np.array(model.neutral_configuration(), dtype=float)
     if model.nv:
         assert np.all(np.isfinite(ref.gravity(model, q)))
+
+
+def test_a_robot_without_joints_is_refused_in_one_line(tmp_path):
+    """A single link on a fixed base (example-robot-data's hector quadrotor_base.urdf) has no
+    coordinates: build and export refuse it and say to add a free-flyer; floating, it builds."""
+    import rbdgen
+    from rbdgen.errors import CodegenError
+    path = write_urdf(tmp_path, "<robot name='lonely'><link name='body'><inertial><mass value='1'/>"
+                                "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
+    for make in (rbdgen.build, rbdgen.export):
+        with pytest.raises(CodegenError, match=r"robot 'lonely' has no joints \(nv = 0\).*--floating-base"):
+            make(path, str(tmp_path / "out"), algorithms=["rnea"])
+    assert rbdgen.build(path, out_dir=str(tmp_path / "out"), floating_base=True, algorithms=["rnea"]).nv == 6

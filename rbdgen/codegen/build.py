@@ -171,6 +171,14 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
     }
 
 
+def check_moves(model):
+    """CodegenError (one line) for a model with nothing to move: every function would be of
+    no coordinates at all (a fixed-base URDF with no joints, hector's quadrotor_base.urdf)."""
+    if model.nv == 0:
+        raise CodegenError(f"robot {model.name!r} has no joints (nv = 0): with a fixed base there is nothing to "
+                           "compute; build it with --floating-base (floating_base=True) for its rigid-body motion")
+
+
 def check_task_space(model, frames, contacts):
     """(the declared contacts, the frames served): CodegenError (one line naming the frame and
     the closest known ones) for an unknown frame or a bad contact declaration."""
@@ -237,6 +245,7 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
     serves (None: every frame of the model); contacts: the contacts declared at build time,
     as "FRAME:6d", "FRAME:3d@x,y,z", "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
     module = module_name(name or model.name)
+    check_moves(model)
     declared, chosen = check_task_space(model, frames, contacts)
     specs = fn_table.select(algorithms, model, declared)
     if algorithms is None and model.massless_joints():
@@ -473,6 +482,7 @@ def load_source(urdf_path, floating_base=False, strict=False, mimic=False, algor
     t0 = time.perf_counter()
     fn_table.check_names(algorithms)
     model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
+    check_moves(model)
     check_task_space(model, frames, contacts)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),

@@ -4,6 +4,7 @@ import jinja2
 
 from .. import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
+from ..algorithms.frames import REFERENCE_FRAMES
 from .recorder import SinCos
 
 _ENV = jinja2.Environment(
@@ -43,8 +44,10 @@ def signature(module, spec, model):
                    for name in spec.inputs],
         "per_body": spec.per_body,
         "declared": spec.declared,
-        # a direct C entry point (calls.c) takes it: vectors of states in, one array out
-        "direct": not (spec.per_body or spec.declared or spec.parts or any(n in SHARED_INPUTS for n in spec.inputs)),
+        # the generic C entry point (calls.c) takes it: vectors of states and numbers (dt) in,
+        # one array, a float or a tuple of arrays (the parts) out
+        "direct": not (spec.per_body or spec.declared),
+        "entry_parts": [list(p) for p in parts] or [[0, size, list(shape), spec.name]],
         "shape": list(shape),
         "shape_text": repr(shape),
         "out_size": size,
@@ -215,23 +218,48 @@ def render_info(module, header, info, frames):
 
 
 def render_calls(module, header, functions, nq, nv, frames):
-    """The direct entry points: every function of states with one array out (`direct`), and
-    frame_jacobian and contact_dynamics (declared contacts), which take a frame name or return
-    two arrays. frames: [(name, body, placement)] in the module's order."""
+    """The direct entry points: every function of states (`direct`), every frame quantity by
+    frame name and reference (frame_kinds), and contact_dynamics of the declared contacts.
+    frames: [(name, body, placement)] in the module's order."""
     direct = [fn for fn in functions if fn["direct"]]
-    jacobians = [fn["name"][len("frame_jacobian_"):] for fn in functions if fn["name"].startswith("frame_jacobian_")]
-    rows = _contact_rows(functions)
+    kinds = frame_kinds(functions)
+    assert all(len(fn["inputs"]) <= 5 for fn in direct), "calls.c's evaluate() takes at most 5 inputs"
     return template("calls.c.j2").render(
+        max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct] + [len(kind["parts"]) for kind in kinds]),
         version=__version__, module=module, header=header, functions=direct, nq=nq, nv=nv,
         frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
-        if jacobians else [], jacobians=jacobians, contact_rows=rows, extras=entry_point_extras(functions))
+        if kinds else [], frame_kinds=kinds, contact_rows=_contact_rows(functions))
+
+
+# The reference frames of the frame functions (REFERENCE_FRAMES, in the order of calls.c's
+# reference_names), and the one each public function takes by default (as the wrapper's signatures).
+DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned"}
+
+
+def frame_kinds(functions):
+    """The public frame functions that get a direct entry point, from the per-body functions
+    built: name, state inputs, the C function in each reference (None where not built), the
+    default reference, and the output (parts; frame_placement's are R and p)."""
+    kinds = {}
+    for fn in functions:
+        if not fn["per_body"]:
+            continue
+        reference = next((r for r in REFERENCE_FRAMES if fn["name"].endswith("_" + r)), None)
+        name = fn["name"][:-len(reference) - 1] if reference else fn["name"]
+        kind = kinds.setdefault(name, {
+            "name": name, "inputs": [a for a in fn["inputs"] if a["name"] != "placement"], "cnames": [None] * 3,
+            "takes_reference": reference is not None, "out_size": fn["out_size"],
+            "default": REFERENCE_FRAMES.index(DEFAULT_REFERENCE.get(name, "local")),
+            "parts": [[0, 9, [3, 3], "R"], [9, 12, [3], "p"]] if name == "frame_placement" else fn["entry_parts"]})
+        kind["cnames"][REFERENCE_FRAMES.index(reference) if reference else 0] = fn["cname"]
+    return list(kinds.values())
 
 
 def entry_point_extras(functions):
     """The public functions besides the `direct` ones that get a C entry point, in order."""
     names = {fn["name"] for fn in functions}
-    return (["frame_jacobian"] if any(n.startswith("frame_jacobian_") for n in names) else []) + \
-        (["contact_dynamics"] if "contact_dynamics" in names else [])
+    return [kind["name"] for kind in frame_kinds(functions)] + (["contact_dynamics"] if "contact_dynamics" in names
+                                                                else [])
 
 
 def _contact_rows(functions):
@@ -242,9 +270,9 @@ def _contact_rows(functions):
 
 def render_wrapper(module, functions):
     names = {fn["name"] for fn in functions}
-    from ..algorithms.frames import REFERENCE_FRAMES
     # the frame quantities built in at least one reference frame ("jacobian", "velocity", ...)
-    frame_kinds = {fn["name"][len("frame_"):-len(ref) - 1] for fn in functions for ref in REFERENCE_FRAMES
-                   if fn["per_body"] and fn["name"].endswith("_" + ref)}
+    kinds = {fn["name"][len("frame_"):-len(ref) - 1] for fn in functions for ref in REFERENCE_FRAMES
+             if fn["per_body"] and fn["name"].endswith("_" + ref)}
     return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names,
-                                            frame_kinds=frame_kinds, extras=entry_point_extras(functions))
+                                            frame_kinds=kinds, extras=entry_point_extras(functions),
+                                            frame_rows=bool(frame_kinds(functions)))
