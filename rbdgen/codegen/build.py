@@ -54,7 +54,7 @@ def code_fingerprint():
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):
-            if name.endswith((".py", ".j2")):
+            if name.endswith((".py", ".j2", ".c", ".h")):
                 h.update(name.encode())
                 with open(os.path.join(folder, name), "rb") as f:
                     h.update(f.read())
@@ -381,6 +381,10 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
+    # the entry points' fixed code, which the rendered tables of calls.c include
+    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
+    for name in ("entry_points.c", "entry_points.h"):
+        shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(render_calls(module, header, signatures, model.nq, model.nv,
                              [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
