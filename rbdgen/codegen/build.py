@@ -32,7 +32,7 @@ from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
 from .render import (function_data, kernels_header_name, render_batch, render_calls, render_function,
-                     render_header, render_info, render_kernels_header, render_wrapper, signature)
+                     render_header, render_info, render_kernels_header, signature)
 
 # Floating-point contraction (a*b + c fused into one FMA) stays on: every expression is computed
 # once (hash-consing and CSE), and an output equal to an earlier one is copied from it in the
@@ -164,7 +164,10 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
         "frames": {f.name: {"body": f.body, "placement": [float(x) for x in placement_entries(f.placement)]}
                    for f in frames},
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
+        # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
+                                  "parts": d["parts"], "scalar": d["scalar"], "per_body": d["per_body"],
+                                  "declared": d["declared"], "doc": d["doc"],
                                   "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
                                   **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
                       for d in datas},
@@ -374,15 +377,15 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         f.write(render_header(module, datas, model, frames, contacts))
     objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
                                                            compile_source(info_source, flags, work)]
-    with open(os.path.join(work, "__init__.py"), "w") as f:
-        f.write(render_wrapper(module, datas))
-    # Points and contacts run on NumPy, in the very file the reference uses.
+    # The Python binding is one fixed file that reads model.json; points and contacts run on
+    # NumPy, in the very file the reference uses.
+    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
+    shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     # the entry points' fixed code, which the rendered tables of calls.c include
-    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
     for name in ("entry_points.c", "entry_points.h"):
         shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:

@@ -255,24 +255,7 @@ def frame_kinds(functions):
     return list(kinds.values())
 
 
-def entry_point_extras(functions):
-    """The public functions besides the `direct` ones that get a C entry point, in order."""
-    names = {fn["name"] for fn in functions}
-    return [kind["name"] for kind in frame_kinds(functions)] + (["contact_dynamics"] if "contact_dynamics" in names
-                                                                else [])
-
-
 def _contact_rows(functions):
     """m, the rows of the declared contacts (0 without): contact_dynamics' multipliers part."""
     declared = next((fn for fn in functions if fn["name"] == "contact_dynamics"), None)
     return declared["parts"][1][1] - declared["parts"][1][0] if declared else 0
-
-
-def render_wrapper(module, functions):
-    names = {fn["name"] for fn in functions}
-    # the frame quantities built in at least one reference frame ("jacobian", "velocity", ...)
-    kinds = {fn["name"][len("frame_"):-len(ref) - 1] for fn in functions for ref in REFERENCE_FRAMES
-             if fn["per_body"] and fn["name"].endswith("_" + ref)}
-    return template("wrapper.py.j2").render(version=__version__, module=module, functions=functions, names=names,
-                                            frame_kinds=kinds, extras=entry_point_extras(functions),
-                                            frame_rows=bool(frame_kinds(functions)))
