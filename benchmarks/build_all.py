@@ -62,6 +62,8 @@ def pinocchio_functions(pin, pm):
         "gravity": lambda pd, q, x: pin.computeGeneralizedGravity(pm, pd, q),
         "crba": lambda pd, q, x: _symmetric(pin.crba(pm, pd, q)),
         "aba": lambda pd, q, x: pin.aba(pm, pd, q, x["v"], x["tau"]),
+        # the same function as aba (q-ddot from q, v, tau) by a Cholesky solve of M: Pinocchio's is aba
+        "fd_crba": lambda pd, q, x: pin.aba(pm, pd, q, x["v"], x["tau"]),
         "minv": lambda pd, q, x: _symmetric(pin.computeMinverse(pm, pd, q)),
         "coriolis": lambda pd, q, x: pin.computeCoriolisMatrix(pm, pd, q, x["v"]),
         "centroidal_map": lambda pd, q, x: pin.ccrba(pm, pd, q, x["v"]),
