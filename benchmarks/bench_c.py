@@ -13,6 +13,7 @@ leaves it out). The driver and pin_bench (given the same contacts) are run alter
     python benchmarks/bench_c.py                       # ur5 panda solo12 talos
     python benchmarks/bench_c.py ur5 panda --json out.json
     python benchmarks/bench_c.py solo12 --contact FL_FOOT:3d --contact HR_FOOT:3d
+    python benchmarks/bench_c.py panda --export        # and the exported CMake library's speed
 
 A script, not a test: pytest never collects it.
 """
@@ -38,7 +39,6 @@ from rbdgen.codegen.render import SHARED_INPUTS
 from rbdgen.runtime.states import random_state
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CACHE = os.path.join(HERE, ".cache")
 # ../shared/bench/ beside the repository (its parent folder holds shared/)
 BUILD_PIN_BENCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "build_pin_bench.sh")
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
@@ -84,19 +84,17 @@ def target_of(robot, fn):
 
 
 def resolve_pin_bench(path):
+    """--pin-bench, else pin_bench beside build_pin_bench.sh (../shared/bench/ next to the
+    repository), built there once (outside the repository) when missing."""
     if path:
         if not os.access(path, os.X_OK):
             sys.exit(f"bench_c: --pin-bench {path} is not an executable")
         return path
-    if os.access("/tmp/pin_bench", os.X_OK):
-        return "/tmp/pin_bench"
-    cached = os.path.join(CACHE, "pin_bench")
-    if not os.access(cached, os.X_OK):
-        os.makedirs(CACHE, exist_ok=True)
-        log(f"building pin_bench into {cached} (about 4 minutes) ...")
-        subprocess.run(["bash", BUILD_PIN_BENCH, cached], check=True)
-    return cached
-
+    beside = os.path.join(os.path.dirname(BUILD_PIN_BENCH), "pin_bench")
+    if not os.access(beside, os.X_OK):
+        log(f"building pin_bench into {beside} (about 5 minutes) ...")
+        subprocess.run(["bash", BUILD_PIN_BENCH, beside], check=True)
+    return beside
 
 
 def function_order(names):
@@ -282,12 +280,33 @@ def build_driver(package, meta, folder, order, model, seed, frame, side=None):
         shutil.copy(src, folder)
         sources.append(os.path.join(folder, os.path.basename(src)))
     sizes, arrays = write_inputs(model, meta, os.path.join(folder, "inputs.bin"), seed, side)
-    sources.append(write_driver(folder, meta, sizes, order, frame, side))
-    objects = compile_all(sources, FLAGS, folder, [side.folder] if side else [])
+    driver = write_driver(folder, meta, sizes, order, frame, side)
+    objects = compile_all(sources + [driver], FLAGS, folder, [side.folder] if side else [])
     exe = os.path.join(folder, "bench_driver")
     cc = os.environ.get("CC", "cc")
     subprocess.run([cc, *FLAGS, *objects, *(side.objects() if side else []), "-o", exe, "-lm"], check=True)
-    return exe, " ".join([cc, *FLAGS]), arrays
+    return exe, " ".join([cc, *FLAGS]), arrays, driver
+
+
+def build_export_driver(package, model, folder, driver, side=None):
+    """The same driver linked against the module's export (rbdgen export's CMake project, built
+    with RBDGEN_NATIVE=ON, without OpenMP, as a static library) instead of the module's objects:
+    the library a C user gets, timed beside the module's own build of the same sources."""
+    from rbdgen.codegen.export import write_library
+    export = os.path.join(folder, "export")
+    write_library(package, export, model, native=True)
+    build = os.path.join(folder, "export-build")
+    subprocess.run(["cmake", "-S", export, "-B", build, "-DRBDGEN_NATIVE=ON", "-DRBDGEN_OPENMP=OFF",
+                    "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 1)], check=True, capture_output=True)
+    static = next(os.path.join(build, n) for n in os.listdir(build) if n.endswith(".a"))
+    include = [os.path.join(export, "include")] + ([side.folder] if side else [])
+    cc = os.environ.get("CC", "cc")
+    obj = os.path.join(folder, "export_driver.o")
+    subprocess.run([cc, *FLAGS, "-c", driver, "-o", obj, *(f"-I{d}" for d in include)], check=True)
+    exe = os.path.join(folder, "export_driver")
+    subprocess.run([cc, *FLAGS, obj, *(side.objects() if side else []), static, "-o", exe, "-lm"], check=True)
+    return exe
 
 
 def compile_all(sources, flags, folder, include=()):
@@ -379,14 +398,21 @@ def bench_robot(name, urdf, floating, args, pin_bench):
     with tempfile.TemporaryDirectory(prefix=f"rbdgen-bench-{name}-") as folder:
         theirs = len(side.functions) if side else 0
         log(f"   compiling the C driver ({len(order)} functions{f', {theirs} of adam' if theirs else ''}) ...")
-        exe, cc_line, arrays = build_driver(package, meta, folder, order, model, args.seed, frame, side)
+        exe, cc_line, arrays, driver = build_driver(package, meta, folder, order, model, args.seed, frame, side)
         inputs = os.path.join(folder, "inputs.bin")
         if theirs:
             side.check_driver(module, frame, run_text([exe, inputs, "1", "check"]), arrays)
-        gen_runs, pin_runs = [], []
+        export_exe = None
+        if args.export:
+            log("   exporting the module and building its CMake project (RBDGEN_NATIVE=ON) ...")
+            export_exe = build_export_driver(package, model, folder, driver, side)
+        gen_runs, pin_runs, export_runs = [], [], []
         for r in range(args.rounds):
             log(f"   round {r + 1}/{args.rounds}: generated{' and adam' if theirs else ''} ...")
             gen_runs.append(run([exe, inputs, str(calls)]))
+            if export_exe:
+                log(f"   round {r + 1}/{args.rounds}: the export's library ...")
+                export_runs.append(run([export_exe, inputs, str(calls)]))
             log(f"   round {r + 1}/{args.rounds}: pin_bench ...")
             pin_runs.append(run([pin_bench, urdf, "1" if floating else "0", str(calls), *pin_frames]))
     rows = []
@@ -406,6 +432,7 @@ def bench_robot(name, urdf, floating, args, pin_bench):
             "casadi_ns": adam, "casadi_speedup": adam / gen if adam else None,
             "casadi_operations": side.functions[fn]["operations"] if adam else None,
             "casadi_runs": [run_[f"casadi_{fn}"] for run_ in gen_runs] if adam else None,
+            "export_ns": median_of(export_runs, fn) if export_exe else None,
         })
     casadi = None if side is None else {
         "versions": side.record["versions"], "cache": side.folder, "workarounds": side.record["workarounds"],
@@ -437,6 +464,9 @@ def print_table(result):
     w = max([len("function")] + [len(row["function"]) for row in result["rows"]])
     header = (f"{'function':<{w}} {'operations':>10} {'generated ns':>13} {'Pinocchio ns':>13} "
               f"{'speed-up':>9} {'target':>7}  met")
+    export = any(row.get("export_ns") for row in result["rows"])
+    if export:
+        header += f" {'export ns':>10} {'export/module':>14}"
     if casadi:
         header += f" {'adam ops':>9} {'adam ns':>10} {'vs adam':>9}"
     print(header)
@@ -447,6 +477,8 @@ def print_table(result):
         met = ("yes" if row["speedup"] >= row["target"] else "NO") if row["target"] and row["speedup"] else ""
         line = (f"{row['function']:<{w}} {row['operations']:>10} {fmt(row['generated_ns']):>13} "
                 f"{fmt(row['pinocchio_ns']):>13} {speedup:>9} {target:>7}  {met:<3}")
+        if export:
+            line += f" {fmt(row['export_ns']):>10} {fmt(row['export_ns'] / row['generated_ns'], 2):>14}"
         if casadi:
             adam_speedup = fmt(row["casadi_speedup"], 2) + "x" if row["casadi_speedup"] else "-"
             line += (f" {row['casadi_operations'] or '-':>9} {fmt(row['casadi_ns']):>10} {adam_speedup:>9}")
@@ -468,8 +500,8 @@ def print_table(result):
 
 def main(argv=None):
     parser = robot_parser(__doc__, DEFAULT_ROBOTS)
-    parser.add_argument("--pin-bench", help="pin_bench executable (default: /tmp/pin_bench, else build it "
-                                            "into benchmarks/.cache/)")
+    parser.add_argument("--pin-bench", help="pin_bench executable (default: ../shared/bench/pin_bench beside "
+                                            "the repository, built there when missing)")
     parser.add_argument("--calls", type=int, help="calls per repetition, for both sides "
                                                   "(default: 100000, 20000 when nv > 20)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations driver/pin_bench (default: 3)")
@@ -478,6 +510,9 @@ def main(argv=None):
     parser.add_argument("--json", help="write every number to this JSON file")
     parser.add_argument("--no-casadi", action="store_true",
                         help="leave out the adam + CasADi column (benchmarks/casadi_side.py)")
+    parser.add_argument("--export", action="store_true",
+                        help="also time the same functions through the module's export (rbdgen export, CMake "
+                             "with RBDGEN_NATIVE=ON, static library): the 'export ns' column")
     parser.add_argument("-v", "--verbose", action="store_true", help="show rbdgen's build progress")
     args = parser.parse_args(argv)
     if args.fresh:

@@ -48,9 +48,22 @@ DEFAULT_ROBOTS = ("ur5", "panda")
 K = 64
 TARGET = 0.7     # ours / Pinocchio, per call from Python
 TARGETS = {"frame_jacobian": 0.7, "contact_dynamics": 0.5}   # issue 8; the rest: TARGET
-FUNCTIONS = ("rnea", "nle", "crba", "aba", "gravity")
+FUNCTIONS = ("rnea", "nle", "crba", "aba", "gravity", "rnea_derivatives", "aba_derivatives")
 INPUTS = {"rnea": ("q", "v", "a"), "nle": ("q", "v"), "crba": ("q",), "aba": ("q", "v", "tau"),
-          "gravity": ("q",)}
+          "gravity": ("q",), "rnea_derivatives": ("q", "v", "a"), "aba_derivatives": ("q", "v", "tau")}
+TARGETS.update({"rnea_derivatives": 0.5})      # issue 17: UR5's, from Python
+OVERHEAD_TARGET = 400.0   # ns a Python call may add to the C time (issue 17)
+OVERHEAD_BATCH = 4096     # states of the batch call whose time per state stands for the C time
+# The public functions written by hand in the binding (the rest come from model.json's table),
+# with their arguments: a state's q, v, a, tau (v_minus is v), the benchmark frame, a point.
+TASK_SPACE = {"frame_placement": ("q", "frame"), "frame_jacobian": ("q", "frame"),
+              "frame_velocity": ("q", "v", "frame"), "frame_acceleration": ("q", "v", "a", "frame"),
+              "frame_velocity_derivatives": ("q", "v", "frame"),
+              "frame_acceleration_derivatives": ("q", "v", "a", "frame"),
+              "frame_classical_acceleration": ("q", "v", "a", "frame"), "point_jacobian": ("q", "frame", "point"),
+              "point_velocity": ("q", "v", "frame", "point"), "point_acceleration": ("q", "v", "a", "frame", "point"),
+              "point_gamma": ("q", "v", "frame", "point"), "contact_dynamics": ("q", "v", "tau"),
+              "impulse_dynamics": ("q", "v"), "contact_inertia": ("q",)}
 BATCH_ROUNDS = 7  # batch calls timed, median
 
 
@@ -134,13 +147,14 @@ def bench_robot(name, urdf, floating, args, c_times):
     buf = functools.partial(ffi.from_buffer, "double[]")
     # Call Pinocchio's bound functions directly (no lambda) so its Python overhead is not inflated.
     pin_direct = {"rnea": pin.rnea, "nle": pin.nonLinearEffects, "crba": pin.crba, "aba": pin.aba,
-                  "gravity": pin.computeGeneralizedGravity}
+                  "gravity": pin.computeGeneralizedGravity, "rnea_derivatives": pin.computeRNEADerivatives,
+                  "aba_derivatives": pin.computeABADerivatives}
     fns = [f for f in FUNCTIONS if f in module.operation_counts]
     rows = []
     for fn in fns:
         names = INPUTS[fn]
         ours = getattr(module, fn)
-        out = np.empty((model.nv, model.nv) if fn == "crba" else (model.nv,))
+        out = np.empty(tuple(meta["functions"][fn]["shape"]))
         ours_args = [tuple(st[n] for n in names) for st in states]
         pout = buf(out)
         raw_args = [tuple(buf(st[n]) for n in names) + (pout,) for st in states]
@@ -169,10 +183,62 @@ def bench_robot(name, urdf, floating, args, c_times):
             batch.append(bench_batch("contact_dynamics", "contact_dynamics",
                                      lambda Q, V, T, out: module.contact_dynamics(Q, V, T, out=out, threads=1),
                                      (model.nv + 2 * m,), states, args, c_times))
+    overhead = bench_overhead(module, meta, model, states, frame, args)
     return {"robot": name, "nq": module.nq, "nv": module.nv, "floating_base": floating, "contacts": list(contacts),
-            "frame": frame, "calls": args.calls, "rounds": args.rounds,
+            "frame": frame, "calls": args.calls, "rounds": args.rounds, "overhead": overhead,
             "loop_ns": loop_overhead([(st["q"],) for st in states], args.calls), "rows": rows,
             "batch": batch, "batch_size": args.batch}
+
+
+def public_functions(module, meta, frame):
+    """(name, argument names) of every public function of one state: the table's (model.json)
+    and the task-space functions written in the binding (those of a frame when there is one)."""
+    table = [(fn, tuple(n for n, _ in row["inputs"])) for fn, row in meta["functions"].items()
+             if not row["per_body"] and not row["declared"] and hasattr(module, fn)]
+    task = [(fn, names) for fn, names in TASK_SPACE.items()
+            if hasattr(module, fn) and (frame is not None or "frame" not in names)]
+    return table + [(fn, names) for fn, names in task if fn not in dict(table)]
+
+
+def bench_overhead(module, meta, model, states, frame, args):
+    """Per public function: the Python call on one state (as a user writes it, no out=) and the
+    C time, taken as the time per state of one batch call of OVERHEAD_BATCH states on one thread
+    (the Python cost spread over thousands of states); their difference is what the binding adds."""
+    rng = np.random.default_rng(args.seed + 1)
+    extra = {"fext": [rng.normal(size=6 * model.nbodies) for _ in states], "q1": [st["q"] for st in states[1:] + states[:1]]}
+    shared = {"frame": frame, "point": np.array([0.01, -0.02, 0.03]), "damping": 0.0, "restitution": 0.5, "dt": 0.01}
+    if getattr(module, "contacts", ()) == () and frame is not None:
+        shared["contacts"] = [(frame, shared["point"], None)]       # call-time contacts
+    rows = []
+    for fn, names in public_functions(module, meta, frame):
+        function = getattr(module, fn)
+        keywords = {"contacts": shared["contacts"]} if "contacts" in shared and fn in (
+            "contact_dynamics", "impulse_dynamics", "contact_inertia") else {}
+
+        def value(n, k):
+            if n in shared:
+                return shared[n]
+            return extra[n][k] if n in extra else states[k][n]
+        singles = [tuple(value(n, k) for n in names) for k in range(K)]
+        call = functools.partial(function, **keywords)
+        python = statistics.median(timed([("one", call, singles)], max(5, args.rounds // 3), args.calls)["one"])
+        picks = [k % K for k in range(OVERHEAD_BATCH)]
+        batch = tuple(shared[n] if n in shared else np.array([value(n, k) for k in picks]) for n in names)
+        try:
+            call(*batch, threads=1)
+        except (TypeError, ValueError) as exc:     # no batch form: the C time is not separable
+            log(f"   {fn}: no batch call ({exc}); its C time is not measured")
+            c_ns = None
+        else:
+            runs = []
+            for _ in range(BATCH_ROUNDS):
+                t0 = time.perf_counter_ns()
+                call(*batch, threads=1)
+                runs.append((time.perf_counter_ns() - t0) / OVERHEAD_BATCH)
+            c_ns = statistics.median(runs)
+        rows.append({"function": fn, "python_ns": python, "c_ns": c_ns,
+                     "overhead_ns": None if c_ns is None else python - c_ns})
+    return rows
 
 
 def bench_frame_jacobian(pin, module, meta, pmodel, pdata, states, frame, args, c_times):
@@ -253,6 +319,22 @@ def print_table(result):
         met = "yes" if row["ratio"] <= row["target"] else "NO"
         print(f"{row['function']:<{w}} {row['ours_ns']:>9.0f} {row['ours_out_ns']:>9.0f} {row['cffi_ns']:>9.0f} "
               f"{c:>7} {row['pinocchio_ns']:>13.0f} {row['ratio']:>9.2f} {'<=' + str(row['target']):>7}  {met}")
+    rows = result["overhead"]
+    if rows:
+        print(f"\nevery public function, one state: Python call (no out=) against the C time (per state of one "
+              f"batch of {OVERHEAD_BATCH}, threads=1)")
+        w2 = max(len(row["function"]) for row in rows)
+        header = f"{'function':<{w2}} {'C ns':>8} {'Python ns':>10} {'difference':>11} {'target':>8}  met"
+        print(header)
+        print("-" * len(header))
+        for row in rows:
+            c = "-" if row["c_ns"] is None else f"{row['c_ns']:.0f}"
+            d = "-" if row["overhead_ns"] is None else f"{row['overhead_ns']:.0f}"
+            met = "" if row["overhead_ns"] is None else "yes" if row["overhead_ns"] <= OVERHEAD_TARGET else "NO"
+            print(f"{row['function']:<{w2}} {c:>8} {row['python_ns']:>10.0f} {d:>11} {'<=' + str(int(OVERHEAD_TARGET)):>8}  {met}")
+        measured = [row for row in rows if row["overhead_ns"] is not None]
+        print(f"{sum(row['overhead_ns'] <= OVERHEAD_TARGET for row in measured)} of {len(measured)} within "
+              f"{OVERHEAD_TARGET:.0f} ns; median difference {statistics.median(r['overhead_ns'] for r in measured):.0f} ns")
     if result["batch"]:
         print(f"\nbatches of {result['batch_size']} states, threads=1, median of {BATCH_ROUNDS} calls")
         per_call = {row["function"]: row["ours_ns"] for row in result["rows"]}

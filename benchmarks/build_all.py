@@ -5,6 +5,7 @@ digits of each function: against Pinocchio, and against extended precision next 
     python benchmarks/build_all.py --floating-base      # every robot on a free-flyer
     python benchmarks/build_all.py xarm7 so101 icub     # robots whose file name contains a word
     python benchmarks/build_all.py --json all.json      # also the figures, for the README's summary
+    python benchmarks/build_all.py --after icub_description/robots/icub_reduced.urdf   # resume
 
 Per robot: nq, nv, cond(M) (worst of the states), the cold build time (a fresh folder), and
 per function of the module that is not a function of a frame, at STATES seeded states:
@@ -142,11 +143,15 @@ def main():
     parser.add_argument("--floating-base", action="store_true", help="a free-flyer root for every robot")
     parser.add_argument("--out", help="build folder (default: a fresh temporary one, so builds are cold)")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--after", metavar="PATH", help="resume: only the URDFs sorted after this one (a path "
+                                                        "under the robots folder, as printed)")
     args = parser.parse_args()
     root = robots_dir()
     paths = sorted(os.path.join(folder, f) for folder, _, files in os.walk(root) for f in files if f.endswith(".urdf"))
     if args.robots:
         paths = [p for p in paths if any(word in os.path.basename(p) for word in args.robots)]
+    if args.after:
+        paths = [p for p in paths if os.path.relpath(p, root) > args.after]
     out_dir = args.out or tempfile.mkdtemp(prefix="rbdgen_build_all_")
     print(f"# {len(paths)} URDFs, {'floating' if args.floating_base else 'fixed'} base; CPU {cpu_name()}; "
           f"{STATES} states; errors normwise relative per output part, worst state")

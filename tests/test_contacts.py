@@ -245,6 +245,11 @@ def test_generated_contacts_match_reference(contact_module, key):
     got = module.impulse_dynamics(q, v, restitution=0.4)
     assert_close(f"{key} v+", got[0], v_plus, tol)
     assert_close(f"{key} impulses", got[1], impulses, tol)
+    # the common call (states only) takes the C entry point; restitution= the Python function
+    for name, got in (("C entry", module.impulse_dynamics(q, v)), ("Python", module.impulse_dynamics(q, v, None))):
+        want = impact(model, contacts, q, v, 0.0)
+        assert_close(f"{key} v+ ({name})", got[0], want[0], tol)
+        assert_close(f"{key} impulses ({name})", got[1], want[1], tol)
     assert_close(f"{key} G", module.contact_jacobian(q), run(constrained.constraint_rows, model, contacts, q), tol)
     assert_close(f"{key} gamma", module.contact_gamma(q, v), run(constrained.constraint_drift, model, contacts, q, v),
                  tol)
@@ -274,6 +279,8 @@ def test_generated_redundant_contacts_raise_unless_damped(tmp_path):
         module.contact_dynamics(q, v, tau)
     with pytest.raises(ValueError, match=r"redundant.*state 0 of the batch"):
         module.impulse_dynamics(np.stack([q, q]), np.stack([v, v]))
+    with pytest.raises(ValueError, match="contacts are redundant"):   # the C entry point's common call
+        module.impulse_dynamics(q, v)
     qdd, lam = module.contact_dynamics(q, v, tau, damping=1e-6)
     assert np.isfinite(qdd).all() and np.isfinite(lam).all()
     with pytest.raises(ValueError, match="damping"):

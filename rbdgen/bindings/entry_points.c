@@ -5,14 +5,15 @@
    call from Python slower than Pinocchio's. Three entry points take the common call (float64
    C-contiguous vectors of the right length, a float for a parameter such as dt, a frame by
    name, out= for a one-array result) straight from the interpreter's vectorcall: `call` for
-   every function of states, `call_frame` for every frame quantity, `call_contact_dynamics`.
+   every function of states, `call_frame` for every frame quantity, `call_point` for the
+   points of frames, `call_declared` for the functions of the declared contacts.
    Any other call (and an out= that overlaps an input) goes to the Python function given at
    creation, which converts, batches and raises the errors.
 
    The including file defines, before including entry_points.h: RBDGEN_MAX_PARTS; after it:
-   RBDGEN_FUNCTIONS, RBDGEN_FRAME_KINDS and RBDGEN_FRAMES (counts), the tables functions[],
-   frame_kinds[], frame_body[] and frame_placement[] (each with one unused row when empty), and
-   `contact` (the declared contacts' contact_dynamics, or a NULL function). */
+   RBDGEN_FUNCTIONS, RBDGEN_FRAME_KINDS, RBDGEN_POINT_KINDS, RBDGEN_DECLARED and RBDGEN_FRAMES
+   (counts), and the tables functions[], frame_kinds[], point_kinds[], declared[], frame_body[]
+   and frame_placement[] (each with one unused row when empty). */
 
 
 
@@ -60,6 +61,14 @@ static int overlap(const Py_buffer *a, const Py_buffer *b)
 {
     const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
     return a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+/* Releases the first `taken` buffers of `in`; returns `result` (for the epilogues). */
+static PyObject *released(Py_buffer *in, int taken, PyObject *result)
+{
+    while (taken > 0)
+        PyBuffer_Release(&in[--taken]);
+    return result;
 }
 
 typedef void (*inputs1)(const double *, double *);
@@ -283,91 +292,161 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (flat != local)
             PyMem_Free(flat);
     }
-    while (taken > 0)
-        PyBuffer_Release(&in[--taken]);
-    return result;
+    return released(in, taken, result);
 other:
-    while (taken > 0)
-        PyBuffer_Release(&in[--taken]);
+    released(in, taken, NULL);
     return PyObject_Vectorcall(fallback, args, nargs, kwnames);
 error:
-    while (taken > 0)
-        PyBuffer_Release(&in[--taken]);
-    return NULL;
+    return released(in, taken, NULL);
 }
-/* contact_dynamics(q, v, tau) for the declared contacts, undamped: (q-ddot, lambda), when every
-   pivot of G M^-1 G^T is clearly positive; otherwise the Python function says which contacts
-   are redundant. */
-static PyObject *call_contact_dynamics(PyObject *fallback, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *point_shapes[RBDGEN_POINT_KINDS + 1];
+
+/* point_x(states..., frame, point) with a frame name and a float64 point of 3 (frame
+   coordinates): the local_world_aligned quantity of the frame moved to the point (placement
+   r + E^T point), its linear rows; point_gamma's with a zero acceleration, negated. `self`:
+   (the Python function, the row of point_kinds). */
+static PyObject *call_point(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static PyObject *caches[2];
-    const Py_ssize_t sizes[3] = { contact.nq, contact.nv, contact.nv }, nv = contact.nv, m = contact.rows;
-    const Py_ssize_t starts[2] = { 0, nv }, ndims[2] = { 1, 1 }, shapes[2][3] = { { nv }, { m } };
-    double local[512], *flat = local, zero = 0.0, largest = 0.0;
-    Py_buffer in[3];
-    Py_ssize_t taken = 0;
-    PyObject *result = NULL;
-    if (kwnames != NULL || nargs != 3)
+    PyObject *fallback = PyTuple_GET_ITEM(self, 0);
+    const Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1));
+    const point_kind_t *f = &point_kinds[k];
+    const Py_ssize_t nv = f->size[f->nstates > 1 ? 1 : 0], size = 6 * f->cols;
+    const Py_ssize_t shape[2] = { 3, f->cols };
+    Py_buffer in[3], point, out;
+    int taken = 0;
+    long body;
+    PyObject *row, *result = NULL;
+    double placement[12], local[1024], *flat = local, *zeros = NULL;
+    const double *E, *p;
+    if (kwnames != NULL || nargs != f->nstates + 2 || !PyUnicode_CheckExact(args[f->nstates]))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (; taken < 3; ++taken)
-        if (!vector_of(args[taken], sizes[taken], &in[taken]))
-            break;
-    if (taken == 3 && nv + 2 * m > 512 && (flat = (double *)PyMem_Malloc((nv + 2 * m) * sizeof(double))) == NULL)
-        taken = -1;
-    if (taken == 3)
-        contact.fn((const double *)in[0].buf, (const double *)in[1].buf, (const double *)in[2].buf, &zero, flat);
-    for (Py_ssize_t k = 0; k < taken; ++k)
-        PyBuffer_Release(&in[k]);
-    if (taken < 0)
-        return PyErr_NoMemory();
-    if (taken == 3) {
-        int clear = 1;
-        for (Py_ssize_t k = 0; k < m; ++k)
-            largest = fmax(largest, flat[nv + m + k]);
-        for (Py_ssize_t k = 0; k < m; ++k)
-            clear = clear && flat[nv + m + k] > 1e-12 * largest;
-        if (clear)
-            result = parts_of(flat, nv + m, 2, starts, ndims, shapes, caches);
+    if ((row = PyDict_GetItemWithError(frame_rows, args[f->nstates])) == NULL) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     }
+    if (!vector_of(args[nargs - 1], 3, &point))
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    body = frame_body[PyLong_AsLong(row)];
+    E = frame_placement[PyLong_AsLong(row)];
+    p = (const double *)point.buf;
+    memcpy(placement, E, sizeof placement);
+    for (int i = 0; i < 3; ++i)
+        placement[9 + i] += E[i] * p[0] + E[3 + i] * p[1] + E[6 + i] * p[2];
+    PyBuffer_Release(&point);
+    for (; taken < f->nstates; ++taken)
+        if (!vector_of(args[taken], f->size[taken], &in[taken]))
+            goto other;
+    if ((size > 1024 && (flat = (double *)PyMem_Malloc(size * sizeof(double))) == NULL)
+            || (f->zero_acceleration && (zeros = (double *)PyMem_Calloc(nv, sizeof(double))) == NULL)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    switch (f->zero_acceleration ? 3 : f->nstates) {
+    case 1: ((frame_inputs1)f->fn)(body, (const double *)in[0].buf, placement, flat); break;
+    case 2: ((frame_inputs2)f->fn)(body, (const double *)in[0].buf, (const double *)in[1].buf, placement, flat); break;
+    default: ((frame_inputs3)f->fn)(body, (const double *)in[0].buf, (const double *)in[1].buf,
+                                    zeros ? zeros : (const double *)in[2].buf, placement, flat); break;
+    }
+    if ((result = empty_of(f->cols > 1 ? 2 : 1, shape, &point_shapes[k])) == NULL)
+        goto done;
+    if (PyObject_GetBuffer(result, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        Py_CLEAR(result);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < 3 * f->cols; ++i)   /* the linear rows come first */
+        ((double *)out.buf)[i] = f->zero_acceleration ? -flat[i] : flat[i];
+    PyBuffer_Release(&out);
+done:
     if (flat != local)
         PyMem_Free(flat);
-    if (taken < 3 || result == NULL && !PyErr_Occurred())
+    PyMem_Free(zeros);
+    return released(in, taken, result);
+other:
+    released(in, taken, NULL);
+    return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+}
+
+static PyObject *declared_shapes[RBDGEN_DECLARED + 1][RBDGEN_MAX_PARTS];
+
+/* A function of the contacts declared at build time, in the public function's common call:
+   its states (contact_dynamics: q, v, tau), its parameters (damping, restitution) zero. The
+   result without the pivots of G M^-1 G^T, when each is clearly positive; otherwise the
+   Python function says which contacts are redundant. `self`: (the Python function, the row
+   of declared). */
+static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *fallback = PyTuple_GET_ITEM(self, 0);
+    const Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1));
+    const function_t *f = &declared[k];
+    Py_buffer in[MAX_INPUTS];
+    const double *pointers[MAX_INPUTS];
+    const double zero = 0.0;
+    int held[MAX_INPUTS] = { 0 }, states = 0, clear = 1;
+    double local[1024], *flat = local, largest = 0.0;
+    PyObject *result = NULL;
+    for (int i = 0; i < f->ninputs; ++i)
+        states += !f->number[i];
+    if (kwnames != NULL || nargs != states)
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    for (int i = 0, a = 0; i < f->ninputs; ++i) {
+        if (f->number[i]) {
+            pointers[i] = &zero;
+        } else if (vector_of(args[a++], f->size[i], &in[i])) {
+            held[i] = 1;
+            pointers[i] = (const double *)in[i].buf;
+        } else {
+            clear = 0;
+            break;
+        }
+    }
+    if (clear && f->out_size > 1024 && (flat = (double *)PyMem_Malloc(f->out_size * sizeof(double))) == NULL) {
+        PyErr_NoMemory();
+        clear = -1;
+    }
+    if (clear > 0)
+        evaluate(f, pointers, flat);
+    for (int i = 0; i < f->ninputs; ++i)
+        if (held[i])
+            PyBuffer_Release(&in[i]);
+    if (clear > 0 && f->pivots) {
+        const Py_ssize_t first = f->start[f->nparts - 1];
+        for (Py_ssize_t i = first; i < f->out_size; ++i)
+            largest = fmax(largest, flat[i]);
+        for (Py_ssize_t i = first; i < f->out_size; ++i)
+            clear = clear && flat[i] > 1e-12 * largest;
+    }
+    if (clear > 0)
+        result = parts_of(flat, f->pivots ? f->start[f->nparts - 1] : f->out_size, f->nparts - f->pivots,
+                          f->start, f->ndim, f->shape, declared_shapes[k]);
+    if (flat != local)
+        PyMem_Free(flat);
+    if (clear == 0)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     return result;
 }
 
-/* Called once at import (through cffi, which does not hold the GIL): `fallbacks` is the
-   address of a tuple (numpy.empty, then the Python function of each entry point, then, with
-   frame quantities, the dict frame name -> row). Returns a new reference to the tuple of
-   entry points, or NULL. */
-static void *make_entry_points(void *fallbacks, PyMethodDef *definitions)
+/* Called once at import (through cffi, which does not hold the GIL): `given` is the address
+   of a tuple (numpy.empty, a dict name -> the module's Python function, the dict frame name ->
+   row of frame_body and frame_placement). Returns a new reference to a dict name -> entry
+   point, for each definition whose name the first dict has; NULL on failure. */
+static void *make_entry_points(void *given, PyMethodDef *definitions, const Py_ssize_t *rows)
 {
-    const Py_ssize_t count = RBDGEN_FUNCTIONS + RBDGEN_FRAME_KINDS + (contact.fn != NULL);
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *given = (PyObject *)fallbacks, *made = PyTuple_New(count);
-    if (made != NULL) {
-        empty_array = PyTuple_GET_ITEM(given, 0);
-        Py_INCREF(empty_array);
-        if (RBDGEN_FRAME_KINDS > 0) {
-            frame_rows = PyTuple_GET_ITEM(given, count + 1);
-            Py_INCREF(frame_rows);
-        }
-        for (Py_ssize_t k = 0; k < count; ++k) {
-            /* the functions of states and of a frame get (their Python function, their row of
-               `functions` or `frame_kinds`); contact_dynamics its Python function */
-            const Py_ssize_t states = RBDGEN_FUNCTIONS, frames = RBDGEN_FRAME_KINDS;
-            const int row = k < states + frames;
-            PyObject *self = row ? Py_BuildValue("(On)", PyTuple_GET_ITEM(given, k + 1), k < states ? k : k - states)
-                                 : PyTuple_GET_ITEM(given, k + 1);
-            PyObject *f = self == NULL ? NULL : PyCFunction_New(&definitions[k], self);
-            if (row)
-                Py_XDECREF(self);
-            if (f == NULL) {
-                Py_CLEAR(made);
-                break;
-            }
-            PyTuple_SET_ITEM(made, k, f);
-        }
+    PyObject *python = PyTuple_GET_ITEM((PyObject *)given, 1), *made = PyDict_New();
+    empty_array = PyTuple_GET_ITEM((PyObject *)given, 0);
+    frame_rows = PyTuple_GET_ITEM((PyObject *)given, 2);
+    Py_INCREF(empty_array);
+    Py_INCREF(frame_rows);
+    for (Py_ssize_t k = 0; made != NULL && definitions[k].ml_name != NULL; ++k) {
+        PyObject *fallback = PyDict_GetItemString(python, definitions[k].ml_name);
+        if (fallback == NULL)   /* not public in this module (a point function without frames) */
+            continue;
+        PyObject *self = Py_BuildValue("(On)", fallback, rows[k]);
+        PyObject *f = self == NULL ? NULL : PyCFunction_New(&definitions[k], self);
+        Py_XDECREF(self);
+        if (f == NULL || PyDict_SetItemString(made, definitions[k].ml_name, f) < 0)
+            Py_CLEAR(made);
+        Py_XDECREF(f);
     }
     if (made == NULL)
         PyErr_Clear();

@@ -19,6 +19,8 @@ typedef struct {
     int scalar;                      /* the result is a float */
     int nparts;                      /* 1: one array; more: a tuple of arrays */
     Py_ssize_t start[RBDGEN_MAX_PARTS], ndim[RBDGEN_MAX_PARTS], shape[RBDGEN_MAX_PARTS][3];
+    int pivots;                      /* declared contacts: the last part holds the pivots of
+                                        G M^-1 G^T, checked and not returned; else 0 */
 } function_t;
 
 /* A frame quantity (frame_placement, frame_jacobian, frame_velocity, ...): its state inputs
@@ -39,10 +41,15 @@ typedef struct {
 } frame_kind_t;
 
 
-/* contact_dynamics(q, v, tau, damping, out) of the declared contacts: out = [q-ddot, lambda, pivots]. */
+/* A point fixed in a frame (point_jacobian, point_velocity, point_acceleration, point_gamma):
+   the local_world_aligned frame quantity at the point, whose first three rows (linear) are the
+   result; point_gamma passes a zero acceleration and negates. */
 typedef struct {
-    void (*fn)(const double *, const double *, const double *, const double *, double *);
-    Py_ssize_t nq, nv, rows;
-} contact_entry_t;
+    void (*fn)(void);
+    int nstates;                     /* q, then v, then a */
+    Py_ssize_t size[3];
+    int zero_acceleration;           /* point_gamma: a = 0, and the result negated */
+    Py_ssize_t cols;                 /* nv for a Jacobian, 1 for a vector */
+} point_kind_t;
 
 #endif

@@ -529,32 +529,19 @@ if "aba" in _NAMES:
 del _name, _built
 
 
-def _frame_kinds():
-    """The frame quantities with a C entry point, in the order of calls.c's frame_kinds."""
-    kinds = []
-    for fname, spec in _TABLE.items():
-        reference = next((r for r in _REFERENCES if fname.endswith("_" + r)), None) if spec.per_body else None
-        kind = fname[:-len(reference) - 1] if reference else fname
-        if spec.per_body and kind not in kinds:
-            kinds.append(kind)
-    return kinds
-
-
 def _direct_entry_points():
-    """Replace each public function by its C entry point (calls.c), which takes the common call
-    itself and hands every other call to the Python function defined above."""
+    """Replace public functions by their C entry points (calls.c), each of which takes the
+    common call itself and hands every other call to the Python function defined above. The C
+    side makes an entry point for each of its definitions whose name is public here."""
     import ctypes
-    kinds = _frame_kinds()
-    names = tuple(n for n, s in _TABLE.items() if s.public == n) + tuple(kinds) + \
-        (("contact_dynamics",) if "contact_dynamics" in _NAMES else ())
-    fallbacks = (_np.empty,) + tuple(globals()[n] for n in names) + (({f: k for k, f in enumerate(frames)},)
-                                                                       if kinds else ())
-    made = getattr(_lib, f"rbdgen_{_META['module']}_entry_points")(_ffi.cast("void *", id(fallbacks)))
+    public = {n: f for n, f in globals().items() if callable(f) and not n.startswith("_")}
+    given = (_np.empty, public, {frame: row for row, frame in enumerate(frames)})
+    made = getattr(_lib, f"rbdgen_{_META['module']}_entry_points")(_ffi.cast("void *", id(given)))
     if made == _ffi.NULL:
         return
     entries = ctypes.cast(int(_ffi.cast("uintptr_t", made)), ctypes.py_object).value
     ctypes.pythonapi.Py_DecRef(ctypes.py_object(entries))   # the reference the C side handed over
-    globals().update(zip(names, entries))
+    globals().update(entries)
 
 
 _direct_entry_points()

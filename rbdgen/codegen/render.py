@@ -219,16 +219,17 @@ def render_info(module, header, info, frames):
 
 def render_calls(module, header, functions, nq, nv, frames):
     """The direct entry points: every function of states (`direct`), every frame quantity by
-    frame name and reference (frame_kinds), and contact_dynamics of the declared contacts.
-    frames: [(name, body, placement)] in the module's order."""
+    frame name and reference (frame_kinds), the points of frames (point_kinds) and the functions
+    of the declared contacts. frames: [(name, body, placement)] in the module's order."""
     direct = [fn for fn in functions if fn["direct"]]
-    kinds = frame_kinds(functions)
-    assert all(len(fn["inputs"]) <= 5 for fn in direct), "calls.c's evaluate() takes at most 5 inputs"
+    declared = [fn for fn in functions if fn["declared"]]
+    kinds, points = frame_kinds(functions), point_kinds(functions)
+    assert all(len(fn["inputs"]) <= 5 for fn in direct + declared), "calls.c's evaluate() takes at most 5 inputs"
     return template("calls.c.j2").render(
-        max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct] + [len(kind["parts"]) for kind in kinds]),
-        version=__version__, module=module, header=header, functions=direct, nq=nq, nv=nv,
+        max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
+        version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
         frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
-        if kinds else [], frame_kinds=kinds, contact_rows=_contact_rows(functions))
+        if kinds else [], frame_kinds=kinds, point_kinds=points)
 
 
 # The reference frames of the frame functions (REFERENCE_FRAMES, in the order of calls.c's
@@ -255,7 +256,25 @@ def frame_kinds(functions):
     return list(kinds.values())
 
 
-def _contact_rows(functions):
-    """m, the rows of the declared contacts (0 without): contact_dynamics' multipliers part."""
-    declared = next((fn for fn in functions if fn["name"] == "contact_dynamics"), None)
-    return declared["parts"][1][1] - declared["parts"][1][0] if declared else 0
+# The public point functions and the local_world_aligned frame function each reads: the linear
+# rows of the frame quantity at the point (point_gamma: at zero acceleration, negated).
+POINT_SOURCES = {"point_jacobian": "frame_jacobian_local_world_aligned",
+                 "point_velocity": "frame_velocity_local_world_aligned",
+                 "point_acceleration": "frame_classical_acceleration_local_world_aligned",
+                 "point_gamma": "frame_classical_acceleration_local_world_aligned"}
+
+
+def point_kinds(functions):
+    """The point functions whose frame function was built: name, its C function, the state
+    inputs the public function takes, and the columns of the result."""
+    by_name = {fn["name"]: fn for fn in functions}
+    kinds = []
+    for name, source in POINT_SOURCES.items():
+        fn = by_name.get(source)
+        if fn is None:
+            continue
+        states = [a for a in fn["inputs"] if a["name"] != "placement"]
+        gamma = name == "point_gamma"
+        kinds.append({"name": name, "cname": fn["cname"], "inputs": states[:2] if gamma else states,
+                      "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 1})
+    return kinds
