@@ -277,7 +277,8 @@ def test_export_replaces_an_earlier_export(tmp_path):
     rbdgen.export(path, lib, algorithms=["rnea", "crba"], module_dir=str(tmp_path / "gen"))
     rbdgen.export(path, lib, algorithms=["gravity"], module_dir=str(tmp_path / "gen"))
     assert sorted(os.listdir(os.path.join(lib, "src"))) == [
-        "rbdgen_tiny_batch.c", "rbdgen_tiny_gravity.c", "rbdgen_tiny_info.c", "rbdgen_tiny_kernels.h"]
+        "rbdgen_tiny_batch.c", "rbdgen_tiny_casadi.c", "rbdgen_tiny_casadi_api.h", "rbdgen_tiny_gravity.c",
+        "rbdgen_tiny_info.c", "rbdgen_tiny_kernels.h"]
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".rbdgen-export")]
 
 
@@ -290,3 +291,19 @@ def test_cli_export(tmp_path):
     with open(tmp_path / "lib" / "CMakeLists.txt") as f:
         assert 'option(RBDGEN_NATIVE "Compile for this machine\'s CPU (-march=native): faster here, may not run ' \
                'elsewhere" ON)' in f.read()
+
+
+def test_casadi_loads_the_installed_library(exported):
+    """The installed shared library is a CasADi external-function library as well."""
+    casadi = pytest.importorskip("casadi")
+    export = exported("panda")
+    library = next(os.path.join(folder, name) for folder, _, names in os.walk(export.prefix) for name in names
+                   if name.startswith(f"librbdgen_{export.meta['module']}.so"))
+    model = export.model
+    x = random_inputs(model, np.random.default_rng(4), 1)
+    for name in ("rnea", "crba"):
+        spec = fn_table.lookup(name, [])
+        f = casadi.external(f"{export.meta['module']}_{name}", library)
+        got = np.array(f(*(x[n][0] for n in spec.inputs)))
+        want = double_values(model, spec, {n: x[n] for n in spec.inputs})[0]
+        assert np.abs(got.reshape(want.shape) - want).max() <= 1e-12 * max(1.0, np.abs(want).max()), name

@@ -466,6 +466,36 @@ def contact_inertia(q, contacts=None, out=None, threads=0):
     G, _ = _constraints(q, None, contacts, gamma=False)
     return G @ minv(q) @ G.T
 
+def casadi(function):
+    """The generated C function `function` (one of `operation_counts` that takes states, not a
+    frame) as a casadi.Function: named inputs and outputs in this module's shapes (vectors are
+    columns), evaluated by the compiled C through CasADi's external-function interface.
+
+    Its jacobian() comes from the generated derivatives, not from finite differences or CasADi's
+    AD, for rnea (rnea_derivatives, and M for d/da), nle, gravity, aba and fd_crba
+    (aba_derivatives: d/dtau = M^-1), when they were built and q is its own tangent space (no
+    free-flyer or spherical joint). With quaternions in q, the derivative functions give d/dq in
+    the tangent space (size nv), which is not the derivative in q's nq coordinates that CasADi
+    would take it for; there the function has no Jacobian (CasADi says so), and an optimizer
+    works in the tangent space: decision variables dq with q = integrate(q0, dq), and
+    rnea_derivatives / aba_derivatives as casadi functions of their own for d/d(dq) at dq = 0.
+    Needs the casadi package (pip install "rbdgen[casadi]").
+    """
+    try:
+        import casadi as _casadi
+    except ImportError:
+        raise ImportError("casadi is not installed: pip install casadi (or rbdgen[casadi])") from None
+    spec = _TABLE.get(function)
+    if spec is None or spec.per_body or spec.public != function:
+        import difflib
+        choices = sorted(n for n, s in _TABLE.items() if s.public == n)
+        close = difflib.get_close_matches(str(function), choices, n=3)
+        raise ValueError(f"{function!r} is not a function of states of this module"
+                         f"{'; did you mean ' + ', '.join(map(repr, close)) + '?' if close else ''} "
+                         f"(it has {', '.join(choices)})")
+    return _casadi.external(f"{_META['module']}_{function}", _ext.__file__)
+
+
 def total_mass():
     """Total mass of the robot (kg)."""
     return _META["total_mass"]

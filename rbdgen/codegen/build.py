@@ -32,7 +32,7 @@ from .cprinter import sanitize_identifier
 from .optimize import optimize
 from .recorder import record
 from .render import (function_data, kernels_header_name, render_batch, render_calls, render_function,
-                     render_header, render_info, render_kernels_header, signature)
+                     render_casadi, render_header, render_info, render_kernels_header, signature)
 
 # Floating-point contraction (a*b + c fused into one FMA) stays on: every expression is computed
 # once (hash-consing and CSE), and an output equal to an earlier one is copied from it in the
@@ -375,11 +375,18 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                             [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
+    # CasADi's external interface (in the extension and in an export, for casadi.external)
+    api = f"{prefix}_casadi_api.h"
+    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
+    shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
+    casadi_source = os.path.join(work, f"{prefix}_casadi.c")
+    with open(casadi_source, "w") as f:
+        f.write(render_casadi(module, header, api, datas, model.nq == model.nv))
     objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
-                                                           compile_source(info_source, flags, work)]
+                                                           compile_source(info_source, flags, work),
+                                                           compile_source(casadi_source, flags, work)]
     # The Python binding is one fixed file that reads model.json; points and contacts run on
     # NumPy, in the very file the reference uses.
-    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))

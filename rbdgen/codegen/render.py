@@ -278,3 +278,78 @@ def point_kinds(functions):
         kinds.append({"name": name, "cname": fn["cname"], "inputs": states[:2] if gamma else states,
                       "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 1})
     return kinds
+
+
+# The Jacobians of the CasADi functions, from the generated derivatives: per function, per
+# input, (derivative function, its part); the first choice whose functions are all built.
+# rnea_derivatives with a (or v and a) zero gives nle's and gravity's.
+CASADI_JACOBIANS = {
+    "rnea": ({"q": ("rnea_derivatives", "dtau_dq"), "v": ("rnea_derivatives", "dtau_dv"), "a": ("crba", None)},),
+    "nle": ({"q": ("rnea_derivatives", "dtau_dq"), "v": ("rnea_derivatives", "dtau_dv")},),
+    "gravity": ({"q": ("gravity_derivatives", None)}, {"q": ("rnea_derivatives", "dtau_dq")}),
+    "aba": ({"q": ("aba_derivatives", "ddq_dq"), "v": ("aba_derivatives", "ddq_dv"),
+             "tau": ("aba_derivatives", "ddq_dtau")},),
+    "fd_crba": ({"q": ("aba_derivatives", "ddq_dq"), "v": ("aba_derivatives", "ddq_dv"),
+                 "tau": ("aba_derivatives", "ddq_dtau")},),
+}
+
+
+def casadi_symbol(module, name):
+    """The name of a function in CasADi (and of its symbol in the library)."""
+    return f"{module}_{name}"
+
+
+def render_casadi(module, header, api, functions, tangent_is_q):
+    """CasADi's external interface of every function of states, with Jacobians where
+    CASADI_JACOBIANS finds the derivatives built (only when q is its own tangent space: with
+    quaternions, d/dq of the derivative functions is not the derivative in q's coordinates)."""
+    by_name = {fn["name"]: fn for fn in functions}
+    rows = []
+    for fn in functions:
+        if not fn["direct"]:
+            continue
+        names = [x["name"] for x in fn["inputs"]]
+        inputs = [{"name": n, "sparsity": [x["size"], 1, 1]} for n, x in zip(names, fn["inputs"])]
+        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["parts"]] or \
+            [{"name": fn["name"], "start": 0, "sparsity": _matrix(fn["shape"])}]
+        choice = next((c for c in CASADI_JACOBIANS.get(fn["name"], ()) if tangent_is_q and
+                       all(source in by_name for source, _ in c.values())), None) if len(outputs) == 1 else None
+        sources, block_source, block_start = [], [[-1] * len(inputs)], [[0] * len(inputs)]
+        for i, n in enumerate(names):
+            if choice is None or n not in choice:
+                continue
+            source, part = choice[n]
+            if source not in [s["name"] for s in sources]:
+                src = by_name[source]
+                sources.append({"name": source, "cname": src["cname"], "out_size": src["out_size"],
+                                "inputs": [names.index(x["name"]) if x["name"] in names else -1
+                                           for x in src["inputs"]]})
+            block_source[0][i] = [s["name"] for s in sources].index(source)
+            block_start[0][i] = next(p[0] for p in by_name[source]["parts"] if p[3] == part) if part else 0
+        size = lambda sparsity: sparsity[0] * sparsity[1]
+        jac_out = [(o, x) for o in outputs for x in inputs]
+        rows.append({
+            "symbol": casadi_symbol(module, fn["name"]),
+            "call": {"cname": fn["cname"], "inputs": list(range(len(inputs))), "out_size": fn["out_size"]},
+            "inputs": inputs, "outputs": outputs, "sources": sources,
+            "block_source": block_source if sources else [[-1] * len(inputs) for _ in outputs],
+            "block_start": block_start if sources else [[0] * len(inputs) for _ in outputs],
+            "jac_in_names": names + ["out_" + o["name"] for o in outputs],
+            "jac_out_names": [f"jac_{o['name']}_{x['name']}" for o, x in jac_out],
+            "jac_sparsity": [[size(o["sparsity"]), size(x["sparsity"]), 1] for o, x in jac_out],
+            "zeros": max(x["sparsity"][0] for x in inputs),
+            "work": max(fn["out_size"], sum(s["out_size"] for s in sources)) + max(x["sparsity"][0] for x in inputs)})
+    return template("casadi.c.j2").render(
+        version=__version__, module=module, header=header, api=api, functions=rows,
+        max_in=max([1] + [len(r["inputs"]) for r in rows]), max_out=max([1] + [len(r["outputs"]) for r in rows]),
+        max_sources=max([1] + [len(r["sources"]) for r in rows]))
+
+
+def _matrix(shape):
+    """CasADi's dense sparsity of an output of this shape: a vector is a column, a scalar 1 x 1."""
+    shape = list(shape) or [1]
+    columns = 1
+    for d in shape[1:]:   # a 3-D output (christoffel) is its first index by the other two
+        columns *= d
+    return [shape[0], columns, 1]
+

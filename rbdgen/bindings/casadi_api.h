@@ -1,0 +1,166 @@
+/* CasADi's external-function interface for the functions of a generated module: fixed code,
+   the same for every robot, included by rbdgen_<robot>_casadi.c after its tables. With it the
+   module's extension, and the exported library, load with casadi.external(name, library).
+
+   Each function NAME exports NAME(arg, res, iw, w, mem) and NAME_n_in, _n_out, _name_in,
+   _name_out, _sparsity_in, _sparsity_out, _work (CasADi's calling convention: dense
+   column-major matrices; a NULL input is zero, a NULL output is not wanted). Where the module
+   has its derivatives, jac_NAME is the Jacobian CasADi asks for: inputs (the inputs, then the
+   nominal outputs, unused), outputs d output / d input for every output (outer) and input
+   (inner), each numel(output) x numel(input), from the generated derivative functions.
+
+   The including file defines RBDGEN_CASADI_MAX_IN, _MAX_OUT, _MAX_SOURCES and the table
+   casadi_functions[], then RBDGEN_CASADI(NAME, ROW) for each function. */
+#ifndef RBDGEN_CASADI_API_H
+#define RBDGEN_CASADI_API_H
+
+#include <string.h>
+
+typedef long long rbdgen_casadi_int;   /* CasADi's casadi_int */
+
+#if defined(_WIN32)
+#define RBDGEN_CASADI_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define RBDGEN_CASADI_EXPORT __attribute__((visibility("default")))
+#else
+#define RBDGEN_CASADI_EXPORT
+#endif
+
+typedef void (*rbdgen_casadi_in1)(const double *, double *);
+typedef void (*rbdgen_casadi_in2)(const double *, const double *, double *);
+typedef void (*rbdgen_casadi_in3)(const double *, const double *, const double *, double *);
+typedef void (*rbdgen_casadi_in4)(const double *, const double *, const double *, const double *, double *);
+typedef void (*rbdgen_casadi_in5)(const double *, const double *, const double *, const double *,
+                                  const double *, double *);
+
+/* A C function of the module called on some of a function's inputs. */
+typedef struct {
+    void (*fn)(void);
+    int ninputs;
+    int input[5];                      /* which of the function's inputs, in order (-1: zeros) */
+    long out_size;
+} rbdgen_casadi_call_t;
+
+typedef struct {
+    rbdgen_casadi_call_t call;         /* the function itself */
+    int n_in, n_out;
+    const char *in_name[RBDGEN_CASADI_MAX_IN];
+    rbdgen_casadi_int in_sparsity[RBDGEN_CASADI_MAX_IN][3];    /* dense: rows, columns, 1 */
+    const char *out_name[RBDGEN_CASADI_MAX_OUT];
+    rbdgen_casadi_int out_sparsity[RBDGEN_CASADI_MAX_OUT][3];
+    long out_start[RBDGEN_CASADI_MAX_OUT];                       /* in the flat row-major output */
+    int n_sources;                      /* the derivative functions the Jacobian reads */
+    rbdgen_casadi_call_t source[RBDGEN_CASADI_MAX_SOURCES];
+    /* block (output o, input i): source, start in its flat output (row-major, numel(o) rows,
+       numel(i) columns); source -1: zero */
+    int block_source[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
+    long block_start[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
+    const char *jac_in_name[RBDGEN_CASADI_MAX_IN + RBDGEN_CASADI_MAX_OUT];
+    const char *jac_out_name[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN];
+    rbdgen_casadi_int jac_sparsity[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN][3];
+    long work;                          /* doubles of w: outputs or sources, then zeros */
+    long zeros;                         /* the largest input, for a NULL one */
+} rbdgen_casadi_function_t;
+
+static long rbdgen_casadi_numel(const rbdgen_casadi_int *sparsity)
+{
+    return (long)(sparsity[0] * sparsity[1]);
+}
+
+/* Calls `c` on the function's inputs `arg` (NULL: the zeros at `zeros`), into `out`. */
+static void rbdgen_casadi_run(const rbdgen_casadi_call_t *c, const double **arg, const double *zeros, double *out)
+{
+    const double *in[5] = { 0 };
+    for (int k = 0; k < c->ninputs; ++k)
+        in[k] = c->input[k] >= 0 && arg[c->input[k]] ? arg[c->input[k]] : zeros;
+    switch (c->ninputs) {
+    case 1: ((rbdgen_casadi_in1)c->fn)(in[0], out); break;
+    case 2: ((rbdgen_casadi_in2)c->fn)(in[0], in[1], out); break;
+    case 3: ((rbdgen_casadi_in3)c->fn)(in[0], in[1], in[2], out); break;
+    case 4: ((rbdgen_casadi_in4)c->fn)(in[0], in[1], in[2], in[3], out); break;
+    default: ((rbdgen_casadi_in5)c->fn)(in[0], in[1], in[2], in[3], in[4], out); break;
+    }
+}
+
+/* A rows x cols row-major block into CasADi's column-major storage. */
+static void rbdgen_casadi_transpose(const double *from, long rows, long cols, double *to)
+{
+    for (long j = 0; j < cols; ++j)
+        for (long i = 0; i < rows; ++i)
+            to[j * rows + i] = from[i * cols + j];
+}
+
+static int rbdgen_casadi_eval(const rbdgen_casadi_function_t *f, const double **arg, double **res, double *w)
+{
+    double *zeros = w + f->work - f->zeros;
+    memset(zeros, 0, (size_t)f->zeros * sizeof(double));
+    rbdgen_casadi_run(&f->call, arg, zeros, w);
+    for (int o = 0; o < f->n_out; ++o)
+        if (res[o])
+            rbdgen_casadi_transpose(w + f->out_start[o], f->out_sparsity[o][0], f->out_sparsity[o][1], res[o]);
+    return 0;
+}
+
+static int rbdgen_casadi_jacobian(const rbdgen_casadi_function_t *f, const double **arg, double **res, double *w)
+{
+    double *zeros = w + f->work - f->zeros;
+    long offset[RBDGEN_CASADI_MAX_SOURCES + 1] = { 0 };
+    memset(zeros, 0, (size_t)f->zeros * sizeof(double));
+    for (int s = 0; s < f->n_sources; ++s) {
+        rbdgen_casadi_run(&f->source[s], arg, zeros, w + offset[s]);
+        offset[s + 1] = offset[s] + f->source[s].out_size;
+    }
+    for (int o = 0; o < f->n_out; ++o)
+        for (int i = 0; i < f->n_in; ++i) {
+            double *to = res[o * f->n_in + i];
+            const long rows = rbdgen_casadi_numel(f->out_sparsity[o]), cols = rbdgen_casadi_numel(f->in_sparsity[i]);
+            if (to == NULL)
+                continue;
+            if (f->block_source[o][i] < 0)
+                memset(to, 0, (size_t)(rows * cols) * sizeof(double));
+            else
+                rbdgen_casadi_transpose(w + offset[f->block_source[o][i]] + f->block_start[o][i], rows, cols, to);
+        }
+    return 0;
+}
+
+static void rbdgen_casadi_work(const rbdgen_casadi_function_t *f, int jacobian, rbdgen_casadi_int *sz_arg,
+                               rbdgen_casadi_int *sz_res, rbdgen_casadi_int *sz_iw, rbdgen_casadi_int *sz_w)
+{
+    if (sz_arg) *sz_arg = jacobian ? f->n_in + f->n_out : f->n_in;
+    if (sz_res) *sz_res = jacobian ? f->n_in * f->n_out : f->n_out;
+    if (sz_iw) *sz_iw = 0;
+    if (sz_w) *sz_w = f->work;
+}
+
+/* The symbols of one function, or (JAC) of its Jacobian jac_NAME: a function without
+   derivatives has no jac_ symbols, and CasADi then refuses to differentiate it. */
+#define RBDGEN_CASADI_SYMBOLS(NAME, F, JAC)                                                                    \
+    RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_in(void)                                                   \
+    { return JAC ? (F)->n_in + (F)->n_out : (F)->n_in; }                                                       \
+    RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_out(void)                                                  \
+    { return JAC ? (F)->n_in * (F)->n_out : (F)->n_out; }                                                      \
+    RBDGEN_CASADI_EXPORT const char *NAME##_name_in(rbdgen_casadi_int i)                                       \
+    { return i < 0 || i >= NAME##_n_in() ? 0 : JAC ? (F)->jac_in_name[i] : (F)->in_name[i]; }                  \
+    RBDGEN_CASADI_EXPORT const char *NAME##_name_out(rbdgen_casadi_int i)                                      \
+    { return i < 0 || i >= NAME##_n_out() ? 0 : JAC ? (F)->jac_out_name[i] : (F)->out_name[i]; }               \
+    RBDGEN_CASADI_EXPORT const rbdgen_casadi_int *NAME##_sparsity_in(rbdgen_casadi_int i)                      \
+    {                                                                                                          \
+        if (i < 0 || i >= NAME##_n_in()) return 0;                                                             \
+        return i < (F)->n_in ? (F)->in_sparsity[i] : (F)->out_sparsity[i - (F)->n_in];                         \
+    }                                                                                                          \
+    RBDGEN_CASADI_EXPORT const rbdgen_casadi_int *NAME##_sparsity_out(rbdgen_casadi_int i)                     \
+    { return i < 0 || i >= NAME##_n_out() ? 0 : JAC ? (F)->jac_sparsity[i] : (F)->out_sparsity[i]; }          \
+    RBDGEN_CASADI_EXPORT int NAME##_work(rbdgen_casadi_int *sz_arg, rbdgen_casadi_int *sz_res,                 \
+                                         rbdgen_casadi_int *sz_iw, rbdgen_casadi_int *sz_w)                    \
+    { rbdgen_casadi_work(F, JAC, sz_arg, sz_res, sz_iw, sz_w); return 0; }                                     \
+    RBDGEN_CASADI_EXPORT int NAME(const double **arg, double **res, rbdgen_casadi_int *iw, double *w, int mem)  \
+    {                                                                                                          \
+        (void)iw; (void)mem;                                                                                   \
+        return JAC ? rbdgen_casadi_jacobian(F, arg, res, w) : rbdgen_casadi_eval(F, arg, res, w);              \
+    }
+
+#define RBDGEN_CASADI(NAME, ROW) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], 0)
+#define RBDGEN_CASADI_JACOBIAN(NAME, ROW) RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], 1)
+
+#endif
