@@ -273,7 +273,9 @@ def build_driver(package, meta, folder, order, model, seed, frame, side=None):
     """Copy the module's header and C files into `folder`, compile them with the driver (linked
     with adam's compiled functions, `side`). Returns the executable, the compiler line and the inputs."""
     module = meta["module"]
-    shutil.copy(os.path.join(package, f"rbdgen_{module}.h"), folder)
+    for name in os.listdir(package):   # the public header and the kernels' (and CasADi's) headers
+        if name.startswith(f"rbdgen_{module}") and name.endswith(".h"):
+            shutil.copy(os.path.join(package, name), folder)
     sources = []
     for fn in meta["functions"]:
         src = os.path.join(package, f"rbdgen_{module}_{fn}.c")
