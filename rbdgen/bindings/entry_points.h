@@ -3,6 +3,8 @@
 #define RBDGEN_ENTRY_POINTS_H
 
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 #include <math.h>
 #include <string.h>
 

@@ -222,30 +222,27 @@ def _parts(flat, parts):
     return tuple(flat[..., start:stop].reshape(lead + shape) for start, stop, shape in parts)
 
 
+def _with_forces(name, q, v, x, f_ext, out, threads):
+    """The public `name` (rnea, aba): the generated function, or with f_ext its `name`_fext."""
+    if f_ext is None:
+        return _TABLE[name](None, (q, v, x), out, threads)
+    if name + "_fext" not in operation_counts:
+        raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
+    return globals()[name + "_fext"](q, v, x, _fext(f_ext, q), out=out, threads=threads)
+
+
 def _rnea_with_forces(q, v, a, f_ext=None, out=None, threads=0):
     """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext[i].
 
     f_ext, shape (njoints, 6) (or (B, njoints, 6) for a batch): rows [force; torque] on
     each joint's body, in its frame.
     """
-    if f_ext is None:
-        return _TABLE["rnea"](None, (q, v, a), out, threads)
-    if "rnea_fext" not in operation_counts:
-        raise ValueError("f_ext: this module was built without rnea_fext; rebuild it with that function")
-    return rnea_fext(q, v, a, _fext(f_ext, q), out=out, threads=threads)
+    return _with_forces("rnea", q, v, a, f_ext, out, threads)
 
 
 def _aba_with_forces(q, v, tau, f_ext=None, out=None, threads=0):
-    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]).
-
-    f_ext, shape (njoints, 6) (or (B, njoints, 6) for a batch): rows [force; torque] on
-    each joint's body, in its frame.
-    """
-    if f_ext is None:
-        return _TABLE["aba"](None, (q, v, tau), out, threads)
-    if "aba_fext" not in operation_counts:
-        raise ValueError("f_ext: this module was built without aba_fext; rebuild it with that function")
-    return aba_fext(q, v, tau, _fext(f_ext, q), out=out, threads=threads)
+    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]), f_ext as for rnea."""
+    return _with_forces("aba", q, v, tau, f_ext, out, threads)
 
 
 def _fext(f_ext, q):
@@ -565,7 +562,7 @@ def _direct_entry_points():
     side makes an entry point for each of its definitions whose name is public here."""
     import ctypes
     public = {n: f for n, f in globals().items() if callable(f) and not n.startswith("_")}
-    given = (_np.empty, public, {frame: row for row, frame in enumerate(frames)})
+    given = (public, {frame: row for row, frame in enumerate(frames)})
     made = getattr(_lib, f"rbdgen_{_META['module']}_entry_points")(_ffi.cast("void *", id(given)))
     if made == _ffi.NULL:
         return

@@ -441,11 +441,12 @@ def compile_source(source, flags, work):
 
 _CFFI_SCRIPT = r"""
 import json, sys
+import numpy
 from cffi import FFI
 spec = json.load(open(sys.argv[1]))
 ffi = FFI()
 ffi.cdef(spec["cdef"])
-ffi.set_source(spec["extension"], open(spec["calls"]).read(), include_dirs=[spec["work"]],
+ffi.set_source(spec["extension"], open(spec["calls"]).read(), include_dirs=[spec["work"], numpy.get_include()],
                extra_objects=spec["objects"], extra_compile_args=["-O2"], extra_link_args=["-fopenmp"],
                libraries=["m"], py_limited_api=False, define_macros=[("_CFFI_NO_LIMITED_API", None)])
 ffi.compile(tmpdir=spec["work"], verbose=False)

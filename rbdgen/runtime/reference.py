@@ -6,20 +6,24 @@ becomes an array of B values). Spatial vectors at this boundary are Pinocchio's
 [linear; angular]; internally they are [angular; linear]. The algorithms are called through
 rbdgen.algorithms.mimic, as the generator calls them: in the model's own coordinates when it
 has mimic joints.
+
+The functions of states are made from the function table that generates the C
+(rbdgen.codegen.functions): the same inputs, algorithm, shapes and documentation. Written
+here are what a module assembles around its C: frames and points by name, contacts chosen
+at call time, and rnea and aba with per-body f_ext.
 """
 
 import math
 
 import numpy as np
 
-from ..algorithms import configuration as _configuration
 from ..algorithms import contact as _contact
 from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
+from ..codegen import functions as _table
 from ..errors import ModelError
-from ..spatial import forces_from_rows
 
 
 class NumericOps:
@@ -63,22 +67,6 @@ class _Inputs:
     def batch_shape(self, n):
         return (n,) if self.batch in (None, False) else (self.batch, n)
 
-    def external_forces(self, f_ext, model):
-        """f_ext rows [force; torque] in each joint's frame -> one Force per body."""
-        if f_ext is None:
-            return None
-        arr = _contact.real_array(f_ext, "f_ext")
-        nb = model.nbodies
-        if arr.shape[-2:] != (nb, 6) or arr.ndim not in (2, 3):
-            raise ValueError(f"f_ext: expected ({nb}, 6) or (B, {nb}, 6), got {arr.shape}")
-        if arr.ndim == 3:
-            self._agree(arr.shape[0], "f_ext", arr.shape, nb)
-            rows = [[arr[:, i, k] for k in range(6)] for i in range(nb)]
-        else:
-            self._agree(None, "f_ext", arr.shape, nb)
-            rows = [[float(x) for x in arr[i]] for i in range(nb)]
-        return forces_from_rows(rows)
-
     def output(self, values):
         """Nested lists of scalars -> an array, with the batch dimension first."""
         shape, flat = _shape_and_entries(values)
@@ -97,14 +85,77 @@ def _shape_and_entries(values):
     return (), [values]
 
 
-def _call(algorithm, model, f_ext=None, **arrays):
-    """Run `algorithm` on checked arrays (q sized nq, every other nv), batch or not; f_ext,
-    when given, is passed last as one Force per body."""
-    x = _Inputs()
-    args = [x.vector(value, model.nq if name == "q" else model.nv, name) for name, value in arrays.items()]
-    if f_ext is not None:
-        args.append(x.external_forces(f_ext, model))
-    return x.output(algorithm(model, OPS, *args))
+# ------------------------------------------------------------ the functions of states -----
+
+_DEFAULTS = {"dt": 1.0, "damping": 0.0}
+
+
+def _from_table(spec):
+    """The reference's function for a function of states of the table (rbdgen.codegen.functions):
+    the same inputs (one state, or a batch with a leading B), the table's algorithm run on
+    numbers, the result in the generated module's shapes: a float for a scalar, a tuple of
+    arrays for a result with parts."""
+    def evaluate(model, *arrays):
+        x = _Inputs()
+        args = [[_one_number(value, name)] if name in _DEFAULTS or name == "restitution"
+                else x.vector(value, _table.INPUT_SIZES[name](model), name) for name, value in zip(spec.inputs, arrays)]
+        values = x.output(spec.run(model, OPS, *args))
+        lead = () if x.batch is None else (x.batch,)
+        values = values.reshape(lead + tuple(spec.output(model)))
+        if spec.scalar:
+            return values[..., 0]
+        if not spec.parts:
+            return values
+        parts, start = [], 0
+        for _, shape in spec.parts(model):
+            stop = start + math.prod(shape)
+            parts.append(values[..., start:stop].reshape(lead + tuple(shape)))
+            start = stop
+        return tuple(parts)
+
+    params = ", ".join(f"{n}={_DEFAULTS[n]!r}" if n in _DEFAULTS else n for n in spec.inputs)
+    scope = {"_evaluate": evaluate}
+    exec(f"def {spec.name}(model, {params}):\n    return _evaluate(model, {', '.join(spec.inputs)})\n", scope)
+    function = scope[spec.name]
+    function.__doc__, function.__module__ = spec.doc, __name__
+    return function
+
+
+def _one_number(value, what):
+    """A parameter of a call (dt, damping): one real number."""
+    array = _contact.real_array(value, what)
+    if array.size != 1:
+        raise ValueError(f"{what}: expected one number, got shape {array.shape}")
+    return float(array.reshape(-1)[0])
+
+
+_TABLE = {spec.name: _from_table(spec) for spec in _table.FUNCTIONS if not spec.per_body}
+globals().update(_TABLE)
+
+
+def rnea(model, q, v, a, f_ext=None):
+    """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (seed 000 Algorithm 1); f_ext
+    (nbodies, 6) or (B, nbodies, 6), rows [force; torque] on each body in its frame."""
+    return _TABLE["rnea"](model, q, v, a) if f_ext is None else _TABLE["rnea_fext"](model, q, v, a, _fext(model, f_ext))
+
+
+def aba(model, q, v, tau, f_ext=None):
+    """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3), f_ext as for rnea."""
+    return _TABLE["aba"](model, q, v, tau) if f_ext is None else _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext))
+
+
+def total_mass(model):
+    return model.total_mass
+
+
+def _fext(model, f_ext):
+    """f_ext (nbodies, 6) or (B, nbodies, 6) as the table's functions take it: (..., 6 nbodies)."""
+    array = _contact.real_array(f_ext, "f_ext")
+    nb = model.nbodies
+    if array.shape[-2:] != (nb, 6) or array.ndim not in (2, 3):
+        raise ValueError(f"f_ext: expected ({nb}, 6) or (B, {nb}, 6), got {array.shape}")
+    return array.reshape(array.shape[:-2] + (6 * nb,))
+
 
 
 def _frame(model, frame):
@@ -115,31 +166,6 @@ def _frame(model, frame):
         return model.frame(frame)
     except ModelError as exc:
         raise ValueError(str(exc)) from None
-
-
-def rnea(model, q, v, a, f_ext=None):
-    """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (seed 000 Algorithm 1)."""
-    return _call(_algorithms.rnea, model, f_ext, q=q, v=v, a=a)
-
-
-def nle(model, q, v):
-    """Nonlinear effects C(q, v) v + g(q)."""
-    return _call(_algorithms.nle, model, q=q, v=v)
-
-
-def gravity(model, q):
-    """Generalized gravity g(q)."""
-    return _call(_algorithms.gravity, model, q=q)
-
-
-def crba(model, q):
-    """Joint-space inertia matrix M(q), full and symmetric (seed 000 Algorithm 2)."""
-    return _call(_algorithms.crba, model, q=q)
-
-
-def aba(model, q, v, tau, f_ext=None):
-    """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3)."""
-    return _call(_algorithms.aba, model, f_ext, q=q, v=v, tau=tau)
 
 
 def _of_frame(function, model, frame, arrays, *extra, point=None):
@@ -179,76 +205,6 @@ def frame_classical_acceleration(model, q, v, a, frame, reference="local"):
     """The classical acceleration of the frame's origin, and the angular acceleration
     (getFrameClassicalAcceleration)."""
     return _of_frame(_algorithms.frame_acceleration, model, frame, {"q": q, "v": v, "a": a}, reference, True)
-
-
-def com(model, q):
-    """Centre of mass in world coordinates."""
-    return _call(_algorithms.com, model, q=q)
-
-
-def kinetic_energy(model, q, v):
-    """1/2 v^T M v."""
-    return _call(_algorithms.kinetic_energy, model, q=q, v=v)[..., 0]
-
-
-def potential_energy(model, q):
-    """-m g . c, zero with the centre of mass at the world origin (as Pinocchio)."""
-    return _call(_algorithms.potential_energy, model, q=q)[..., 0]
-
-
-def total_mass(model):
-    return model.total_mass
-
-
-def coriolis(model, q, v):
-    """Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1)."""
-    return _call(_algorithms.coriolis, model, q=q, v=v)
-
-
-def christoffel(model, q):
-    """Christoffel symbols of the first kind Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] v[k] (seed 002 Alg. 2)."""
-    return _call(_algorithms.christoffel, model, q=q)
-
-
-def minv(model, q):
-    """M(q)^-1 by articulated-body impulses (seed 001 Alg. 1 and 2)."""
-    return _call(_algorithms.minv, model, q=q)
-
-
-def minv_times(model, q, tau):
-    """M(q)^-1 tau in O(n)."""
-    return _call(_algorithms.minv_times, model, q=q, tau=tau)
-
-
-def fd_crba(model, q, v, tau):
-    """Forward dynamics through CRBA and a sparse L^T D L factorization of M."""
-    return _call(_algorithms.fd_crba, model, q=q, v=v, tau=tau)
-
-
-def com_velocity(model, q, v):
-    return _call(_algorithms.com_velocity, model, q=q, v=v)
-
-
-def spatial_momentum(model, q, v):
-    """[linear; angular] momentum about the world origin, world axes."""
-    return _call(_algorithms.spatial_momentum, model, q=q, v=v)
-
-
-def centroidal_momentum(model, q, v):
-    """h_G = [linear; angular about the centre of mass]."""
-    x = _Inputs()
-    return x.output(_algorithms.centroidal_momentum(model, OPS, x.vector(q, model.nq, "q"),
-                                                  x.vector(v, model.nv, "v")))
-
-
-def centroidal_map(model, q):
-    """A_G (6 x nv) with A_G v = h_G."""
-    return _call(_algorithms.centroidal_map, model, q=q)
-
-
-def body_motion(model, q, v, a):
-    """Each body's [w, v_O, w-dot, a_O] in body coordinates (no gravity), shape (nbodies, 12)."""
-    return _call(_algorithms.body_motion, model, q=q, v=v, a=a)
 
 
 def point_jacobian(model, q, frame, point):
@@ -309,32 +265,6 @@ def contact_inertia(model, q, contacts):
 
 # ------------------------------------------------------------ derivatives ----------------
 
-def _split(out, count):
-    """(count, n, n) stacked matrices (batch first) -> a tuple of count arrays."""
-    return tuple(out[..., k, :, :] for k in range(count))
-
-
-def rnea_derivatives(model, q, v, a):
-    """(d tau / dq, d tau / dv) at (q, v, a); q in the tangent space (Pinocchio's
-    computeRNEADerivatives; d tau / da is M)."""
-    return _split(_call(_derivatives.rnea_derivatives, model, q=q, v=v, a=a), 2)
-
-
-def nle_derivatives(model, q, v):
-    """(d nle / dq, d nle / dv)."""
-    return _split(_call(_derivatives.nle_derivatives, model, q=q, v=v), 2)
-
-
-def gravity_derivatives(model, q):
-    """d g / dq (computeGeneralizedGravityDerivatives)."""
-    return _call(_derivatives.gravity_derivatives, model, q=q)
-
-
-def aba_derivatives(model, q, v, tau):
-    """(d qdd / dq, d qdd / dv, d qdd / d tau = M^-1) (computeABADerivatives)."""
-    return _split(_call(_derivatives.aba_derivatives, model, q=q, v=v, tau=tau), 3)
-
-
 def _frame_derivatives(function, model, frame, reference, states):
     f = _frame(model, frame)
     placement = _frames.placement_entries(f.placement)
@@ -365,25 +295,7 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0):
     return tuple(x.output(block) for block in _derivatives.contact_dynamics_derivatives(model, OPS, declared, *args, [float(damping)]))
 
 
-def integrate(model, q, v, dt=1.0):
-    """q (+) v dt (Pinocchio's integrate)."""
-    x = _Inputs()
-    args = [x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v")]
-    return x.output(_configuration.integrate(model, OPS, *args, [float(dt)]))
-
-
-def difference(model, q0, q1):
-    """The velocity v with integrate(q0, v, 1) = q1 (Pinocchio's difference)."""
-    x = _Inputs()
-    return x.output(_configuration.difference(model, OPS, x.vector(q0, model.nq, "q0"), x.vector(q1, model.nq, "q1")))
-
-
 # ------------------------------------------------------------ identification -------------
-
-def regressor(model, q, v, a):
-    """Y (nv x 10 nbodies) with Y pi = rnea(q, v, a) (computeJointTorqueRegressor)."""
-    return _call(_regressor.regressor, model, q=q, v=v, a=a)
-
 
 def parameters(model):
     """pi: per body m, m c, and the rotational inertia about the body origin (xx xy yy xz yz zz)."""
@@ -398,8 +310,3 @@ def base_parameters(model):
         found = _regressor.base_parameters(model, lambda q, v, a: regressor(model, q, v, a))
         model.__dict__["_base_parameters"] = found
     return found
-
-
-def base_regressor(model, q, v, a):
-    """Y_b = Y[:, base columns]: Y_b K pi = rnea(q, v, a), full column rank."""
-    return _call(_regressor.base_regressor, model, q=q, v=v, a=a)
