@@ -24,7 +24,6 @@ A script, not a test: pytest never collects it.
 """
 
 import functools
-import gc
 import json
 import os
 import platform
@@ -38,7 +37,7 @@ import warnings
 import numpy as np
 
 import rbdgen
-from common import log, robot_contacts, robot_parser, robot_spec
+from common import block, log, robot_contacts, robot_parser, robot_spec, timed
 from rbdgen.algorithms.constrained import parse_contacts
 from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints, pinocchio_model, to_pinocchio_q
 from rbdgen.runtime.states import random_state
@@ -69,41 +68,12 @@ BATCH_ROUNDS = 7  # batch calls timed, median
 
 
 
-def block(fn, args_list, calls):
-    """ns per call of fn(*args) cycling over args_list, `calls` calls, GC off (as timeit)."""
-    n = len(args_list)
-    items = [args_list[i % n] for i in range(calls)]
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        t0 = time.perf_counter_ns()
-        for args in items:
-            fn(*args)
-        t1 = time.perf_counter_ns()
-    finally:
-        if gc_was:
-            gc.enable()
-    return (t1 - t0) / calls
-
-
 def loop_overhead(args_list, calls):
     """ns per iteration of the same loop calling a do-nothing Python function (printed for
     reference, not subtracted)."""
     def nothing(*args):
         return None
     return min(block(nothing, args_list, calls) for _ in range(5))
-
-
-def timed(variants, rounds, calls):
-    """Per-call ns of each (key, fn, args_list): one warm-up block each, then `rounds` rounds
-    of one block each, in an order reversed every round. {key: [ns per round]}."""
-    for _, f_, a_ in variants:
-        block(f_, a_, 200)
-    times = {key: [] for key, _, _ in variants}
-    for r in range(rounds):
-        for key, f_, a_ in (variants[::-1] if r % 2 else variants):
-            times[key].append(block(f_, a_, calls))
-    return times
 
 
 def make_row(function, c_function, times, c_times):

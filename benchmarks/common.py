@@ -1,9 +1,11 @@
 """What the benchmark scripts share: robot arguments, logging, the CPU's name."""
 
 import argparse
+import gc
 import os
 import platform
 import sys
+import time
 
 from rbdgen import examples
 
@@ -77,3 +79,32 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def block(fn, args_list, calls):
+    """ns per call of fn(*args) cycling over args_list, `calls` calls, GC off (as timeit)."""
+    n = len(args_list)
+    items = [args_list[i % n] for i in range(calls)]
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        for args in items:
+            fn(*args)
+        t1 = time.perf_counter_ns()
+    finally:
+        if gc_was:
+            gc.enable()
+    return (t1 - t0) / calls
+
+
+def timed(variants, rounds, calls):
+    """Per-call ns of each (key, fn, args_list): one warm-up block each, then `rounds` rounds
+    of one block each, in an order reversed every round. {key: [ns per round]}."""
+    for _, f_, a_ in variants:
+        block(f_, a_, 200)
+    times = {key: [] for key, _, _ in variants}
+    for r in range(rounds):
+        for key, f_, a_ in (variants[::-1] if r % 2 else variants):
+            times[key].append(block(f_, a_, calls))
+    return times

@@ -78,3 +78,23 @@ def pin_fext(f_ext):
     for row in f_ext:
         forces.append(pin.Force(row[:3], row[3:]))
     return forces
+
+
+def bridge_inputs(model, seed):
+    """Every input a function of states takes (q, v, a, tau, q1, dt, fext, and the declared
+    contacts' restitution and damping), for the bridges' tests."""
+    rng = np.random.default_rng(seed)
+    q, v, a = random_state(model, rng)
+    return {"q": q, "v": v, "a": a, "tau": rng.normal(size=model.nv), "q1": random_state(model, rng)[0],
+            "dt": 0.3, "fext": rng.normal(size=6 * model.nbodies), "restitution": 0.4, "damping": 0.0}
+
+
+def central_differences(function, args, k, step=1e-6):
+    """d function / d args[k] by central differences, column by column (function of NumPy arrays)."""
+    columns = []
+    for j in range(len(args[k])):
+        plus, minus = [np.array(a, dtype=float) for a in args], [np.array(a, dtype=float) for a in args]
+        plus[k][j] += step
+        minus[k][j] -= step
+        columns.append((np.ravel(function(*plus)) - np.ravel(function(*minus))) / (2 * step))
+    return np.stack(columns, axis=1)

@@ -9,49 +9,27 @@ derivatives.
    chain (MX) reaches the same numbers through it.
 3. With quaternions in q there is no Jacobian (CasADi refuses to differentiate), values work;
    an unknown name is a one-line error.
+4. A trajectory optimization (IPOPT, multiple shooting on aba) through rbdgen's aba reaches the
+   optimum it reaches through adam's independent CasADi expressions, in the same iterations.
 """
-
-import warnings
 
 import numpy as np
 import pytest
 
 casadi = pytest.importorskip("casadi")
 
-import rbdgen  # noqa: E402
-from helpers import ROBOTS, robot_path  # noqa: E402
-from rbdgen.runtime.states import random_state  # noqa: E402
+from helpers import assert_close, bridge_inputs, central_differences  # noqa: E402
 
 REL_TOL = 1e-12          # the same C: values equal to rounding
-FD_STEP = 1e-6
 FD_TOL = 1e-6            # central differences, relative to the Jacobian's largest entry
-# a small set, so that the three builds stay short: every kind of output (vector, matrix, parts,
-# scalar, a float parameter), and the derivatives the Jacobians read
-ALGORITHMS = ["rnea", "nle", "gravity", "crba", "aba", "fd_crba", "rnea_derivatives", "aba_derivatives", "eom",
-              "kinetic_energy", "integrate", "jacobians"]
+TRAJECTORY_TOL = 1e-6    # the two optima, states and torques
 DIFFERENTIATED = {"rnea": ("q", "v", "a"), "nle": ("q", "v"), "gravity": ("q",), "aba": ("q", "v", "tau"),
                   "fd_crba": ("q", "v", "tau")}
 
 
 @pytest.fixture(scope="module")
-def modules(tmp_path_factory):
-    folder = str(tmp_path_factory.mktemp("casadi"))
-    built = {}
-    for key in ("ur5", "panda", "solo12"):
-        floating = ROBOTS[key][1]
-        with warnings.catch_warnings():   # Panda's fingers: <mimic> ignored
-            warnings.simplefilter("ignore")
-            module = rbdgen.build(robot_path(key), out_dir=folder, floating_base=floating, algorithms=ALGORITHMS)
-            built[key] = (module, rbdgen.load_urdf(robot_path(key), floating_base=floating))
-    return built
-
-
-def inputs(module, model, seed):
-    rng = np.random.default_rng(seed)
-    q, v, a = random_state(model, rng)
-    values = {"q": q, "v": v, "a": a, "tau": rng.normal(size=model.nv), "q1": random_state(model, rng)[0],
-              "dt": 0.3, "fext": rng.normal(size=6 * model.nbodies)}
-    return values
+def modules(bridge_modules):
+    return bridge_modules
 
 
 def as_module(result, like):
@@ -66,7 +44,7 @@ def as_module(result, like):
 @pytest.mark.parametrize("key", ["ur5", "panda", "solo12"])
 def test_values_of_every_function(modules, key):
     module, model = modules[key]
-    x = inputs(module, model, 3)
+    x = bridge_inputs(model, 3)
     checked = 0
     for name, row in module._META["functions"].items():
         if row["per_body"] or row["declared"]:
@@ -85,26 +63,15 @@ def test_values_of_every_function(modules, key):
             scale = max(1.0, float(np.abs(want).max(initial=0.0)))
             assert np.abs(as_module(g, want) - want).max() <= REL_TOL * scale, name
         checked += 1
-    assert checked == len(ALGORITHMS)
-
-
-def central_differences(function, args, k, step=FD_STEP):
-    """d function / d args[k], column by column."""
-    columns = []
-    for j in range(len(args[k])):
-        plus, minus = [np.array(a, dtype=float) for a in args], [np.array(a, dtype=float) for a in args]
-        plus[k][j] += step
-        minus[k][j] -= step
-        columns.append((np.ravel(function(*plus)) - np.ravel(function(*minus))) / (2 * step))
-    return np.stack(columns, axis=1)
+    assert checked == sum(not (row["per_body"] or row["declared"]) for row in module._META["functions"].values())
 
 
 @pytest.mark.parametrize("key", ["ur5", "panda"])
 @pytest.mark.parametrize("name", sorted(DIFFERENTIATED))
 def test_jacobian_from_generated_derivatives(modules, key, name):
     module, model = modules[key]
-    assert name in module.operation_counts    # ALGORITHMS builds every differentiated function
-    x = inputs(module, model, 5)
+    assert name in module.operation_counts    # BRIDGE_ALGORITHMS builds every differentiated function
+    x = bridge_inputs(model, 5)
     names = DIFFERENTIATED[name]
     args = [x[n] for n in names]
     J = module.casadi(name).jacobian()
@@ -128,7 +95,7 @@ def test_jacobian_from_generated_derivatives(modules, key, name):
 def test_symbolic_chain_uses_the_generated_jacobian(modules):
     """A CasADi expression through the function differentiates to the same numbers."""
     module, model = modules["ur5"]
-    x = inputs(module, model, 7)
+    x = bridge_inputs(model, 7)
     aba = module.casadi("aba")
     q, v, tau = (casadi.MX.sym(n, model.nv) for n in ("q", "v", "tau"))
     qdd = aba(q, v, tau)
@@ -140,9 +107,9 @@ def test_symbolic_chain_uses_the_generated_jacobian(modules):
 
 def test_free_flyer_has_values_but_no_jacobian(modules):
     module, model = modules["solo12"]
-    x = inputs(module, model, 9)
+    x = bridge_inputs(model, 9)
     f = module.casadi("rnea")
-    assert np.abs(np.ravel(f(x["q"], x["v"], x["a"])) - module.rnea(x["q"], x["v"], x["a"])).max() < 1e-9
+    assert np.abs(f(x["q"], x["v"], x["a"]).full().ravel() - module.rnea(x["q"], x["v"], x["a"])).max() < 1e-9
     with pytest.raises(RuntimeError):
         f.jacobian()(x["q"], x["v"], x["a"], 0)
 
@@ -153,3 +120,42 @@ def test_unknown_function_is_one_line(modules):
         module.casadi("rnae")
     with pytest.raises(ValueError, match="not a function of states"):
         module.casadi("frame_jacobian_local")
+
+
+def adam_forward_dynamics(urdf, joint_names):
+    """Fixed-base forward dynamics from adam's CasADi expressions: M(q)^-1 (tau - h(q, v)), the
+    joint blocks of its floating-base M and h at the identity base at rest (adam has no fixed base)."""
+    import contextlib
+    import io
+    from adam.casadi import KinDynComputations
+    with contextlib.redirect_stderr(io.StringIO()):   # its notes on URDF tags it skips
+        kd = KinDynComputations(urdf, list(joint_names), gravity=np.array([0.0, 0.0, -9.81, 0.0, 0.0, 0.0]))
+    n = len(joint_names)
+    q, v, tau = (casadi.SX.sym(name, n) for name in ("q", "v", "tau"))
+    M = kd.mass_matrix_fun()(casadi.DM.eye(4), q)[6:, 6:]
+    h = kd.bias_force_fun()(casadi.DM.eye(4), q, casadi.DM.zeros(6), v)[6:]
+    return casadi.Function("adam_aba", [q, v, tau], [casadi.solve(M, tau - h)])
+
+
+def test_trajectory_optimization_matches_adam(modules):
+    """UR5 from rest to rest in 1 s, minimum effort, RK4 multiple shooting on aba, the fourth
+    joint's torque limit active: IPOPT through rbdgen's aba (Jacobians from aba_derivatives)
+    and through adam's expressions reaches the same optimum in the same iterations."""
+    pytest.importorskip("adam")
+    from helpers import robot_path
+    from rbdgen.optimal_control import minimum_effort_transfer
+    module, model = modules["ur5"]
+    theirs = adam_forward_dynamics(robot_path("ur5"), module.joint_names)
+    x = bridge_inputs(model, 12)
+    assert_close("adam's aba", theirs(x["q"], x["v"], x["tau"]).full().ravel(), module.aba(x["q"], x["v"], x["tau"]),
+                 1e-11)
+    goal = np.array([0.5, -0.4, 0.6, 0.25, -0.35, 0.45])
+    limit = np.array([150.0, 150.0, 150.0, 10.0, 28.0, 28.0])
+    solved = [minimum_effort_transfer(aba, model.nv, np.zeros(model.nv), goal, torque_limit=limit)
+              for aba in (module.casadi("aba"), theirs)]
+    ours, adam = solved
+    assert ours["status"] == adam["status"] == "Solve_Succeeded"
+    assert np.abs(ours["tau"][:, 3]).max() == pytest.approx(10.0, abs=1e-6)     # the limit holds and is active
+    assert abs(ours["iterations"] - adam["iterations"]) <= 2
+    for part in ("q", "v", "tau"):
+        assert np.abs(ours[part] - adam[part]).max() <= TRAJECTORY_TOL, part

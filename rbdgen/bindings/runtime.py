@@ -493,6 +493,29 @@ def casadi(function):
     return _casadi.external(f"{_META['module']}_{function}", _ext.__file__)
 
 
+def jax(function, threads=0):
+    """The function `function` of this module (rnea, aba, a frame quantity, ...) as a JAX
+    function with the module's signature and results, on the compiled C through the XLA FFI:
+    it works under jax.jit and jax.vmap (a vmap runs the generated batch entry point), and
+    jax.jvp / jax.grad use the generated derivatives where they exist (see the module _jax for
+    which; any other raises when differentiated). Needs jax with jax_enable_x64 (pip install
+    "rbdgen[jax]"); threads as for the module's batches.
+    """
+    try:
+        from . import _jax
+    except ImportError as error:
+        if error.name in ("jax", "jaxlib") or str(error.name).startswith("jax."):
+            raise ImportError("jax is not installed: pip install jax (or rbdgen[jax])") from None
+        raise
+    if _JAX_BRIDGE.get("bridge") is None:
+        import sys
+        _JAX_BRIDGE["bridge"] = _jax.Bridge(sys.modules[__name__])
+    return _JAX_BRIDGE["bridge"].make(function, _threads(threads))
+
+
+_JAX_BRIDGE = {}
+
+
 def total_mass():
     """Total mass of the robot (kg)."""
     return _META["total_mass"]

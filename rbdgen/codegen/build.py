@@ -390,6 +390,9 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
+    # robot.jax: its Python and the XLA FFI handler it compiles on first use
+    shutil.copyfile(os.path.join(bindings, "jax.py"), os.path.join(work, "_jax.py"))
+    shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     # the entry points' fixed code, which the rendered tables of calls.c include

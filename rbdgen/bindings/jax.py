@@ -1,0 +1,443 @@
+"""JAX functions of a generated module (robot.jax(name)): the same file in every module (a copy
+of rbdgen/bindings/jax.py), imported only when robot.jax is called.
+
+Each function calls the module's compiled C through the XLA FFI (jax.ffi.ffi_call on a handler
+in jax_ffi.c, compiled against the installed jaxlib on first use and kept beside the module):
+measured on Panda's rnea, a jitted call costs a few microseconds, where jax.pure_callback
+costs several times more, and under jax.vmap the handler runs the generated batch entry point
+over all states at once rather than a Python loop. The functions work under jax.jit and
+jax.vmap, and take leading batch dimensions of their own. Differentiation (jax.jvp, jax.grad,
+jax.jacfwd, jax.jacrev) uses rbdgen's generated derivatives through custom JVP rules:
+
+    rnea, nle, gravity    rnea_derivatives (or nle_ / gravity_derivatives), and crba for d/da
+    aba, fd_crba          aba_derivatives (d/dtau = M^-1)
+    f_ext of rnea, aba    the bodies' Jacobians (frame_jacobian, local_world_aligned), exact
+    frame_placement       frame_jacobian (local_world_aligned)
+
+Any other function, or one whose derivative function was not built, raises an error when
+differentiated, naming what to build. With a free-flyer or spherical joint, q has more
+coordinates than its tangent space: the generated derivatives are in the tangent space, which
+is not the derivative in q's coordinates, so differentiating with respect to q raises (with
+respect to v, a, tau and f_ext works); differentiate f(integrate(q0, dq)) at dq = 0 with
+the derivative functions themselves instead.
+
+Computes in float64 only: jax.config.update("jax_enable_x64", True) first.
+"""
+
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import sysconfig
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_derivatives import SymbolicZero
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_FRAME_KINDS = ("jacobian", "velocity", "acceleration", "classical_acceleration", "velocity_derivatives",
+                "acceleration_derivatives")
+_DEFAULTS = {"dt": 1.0, "damping": 0.0}    # as the module's functions have them
+_POINT_KINDS = {"point_jacobian": "frame_jacobian", "point_velocity": "frame_velocity",
+                "point_acceleration": "frame_classical_acceleration", "point_gamma": "frame_classical_acceleration"}
+
+
+def _handler():
+    """The address of rbdgen_jax_call, compiled once per jax version and handler source beside
+    the module (or in the temporary directory when the module's directory is read-only)."""
+    source = os.path.join(_HERE, "_jax_ffi.c")
+    with open(source, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    version = jax.__version__.replace(".", "_")
+    for directory in (_HERE, os.path.join(tempfile.gettempdir(), f"rbdgen_jax_{os.getuid()}")):
+        library = os.path.join(directory, f"_jax_ffi_{version}_{digest}.so")
+        if os.path.exists(library):
+            break
+        try:
+            os.makedirs(directory, exist_ok=True)
+            _compile(source, library)
+            break
+        except OSError:
+            continue
+    return ctypes.cast(ctypes.CDLL(library).rbdgen_jax_call, ctypes.c_void_p).value
+
+
+def _compile(source, library):
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    partial = f"{library}.{os.getpid()}"
+    command = compiler + ["-O2", "-shared", "-fPIC", "-I", jax.ffi.include_dir(), source, "-o", partial]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"compiling rbdgen's JAX handler failed ({' '.join(command)}): {done.stderr.strip()}")
+    os.replace(partial, library)   # atomic: a concurrent process sees all of it or nothing
+
+
+class Bridge:
+    """The JAX functions of one module; robot.jax(name) asks it for one."""
+
+    def __init__(self, module):
+        self.m = module
+        self.target = f"rbdgen_{module._META['module']}"
+        jax.ffi.register_ffi_target(self.target, jax.ffi.pycapsule(_handler()), platform="cpu")
+        self.made = {}
+
+    # ---------------------------------------------------------------- calls of the C ---
+
+    def address(self, c_function):
+        return np.int64(int(self.m._ffi.cast("uintptr_t", c_function)))
+
+    def function(self, fname, threads=0, parts=None):
+        """fname's C as a JAX function of arrays (inputs in its order; a per-body function takes
+        the body first, as a Python int) returning what the module's function returns: a float,
+        an array, or its parts, each a result of the FFI call of its own (slices of one result
+        would cost XLA an operation each, 1 us and more). parts: (start, stop, shape) to split
+        the output otherwise (frame_placement's R and p)."""
+        spec = self.m._TABLE[fname]
+        kernel, batch = self.address(spec.c), self.address(spec.batch)
+        shared = np.int64(sum(1 << k for k, s in enumerate(spec.shared) if s))
+        parts = parts or spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
+        split = len(parts) > 1
+
+        def call(*args):
+            _require_x64()
+            body, args = (args[0], args[1:]) if spec.per_body else (-1, args)
+            missing = spec.names[len(args):]
+            if len(args) > len(spec.names) or any(n not in _DEFAULTS for n in missing):
+                raise TypeError(f"{fname} takes ({', '.join(spec.names)}), got {len(args)} arguments")
+            args = tuple(args) + tuple(_DEFAULTS[n] for n in missing)
+            xs = []
+            for x, name, size, is_shared in zip(args, spec.names, spec.sizes, spec.shared):
+                x = jnp.asarray(x, dtype=jnp.float64)
+                if size == 1 and is_shared:
+                    x = x[..., None]
+                if x.ndim == 0 or x.shape[-1] != size:
+                    raise ValueError(f"{fname}: {name}: expected (..., {size}), got {x.shape}")
+                xs.append(x)
+            lead = jnp.broadcast_shapes(*[x.shape[:-1] for x in xs])
+            xs = [jnp.broadcast_to(x, lead + x.shape[-1:]) for x in xs]
+            results = [jax.ShapeDtypeStruct(lead + (stop - start,), jnp.float64) for start, stop, _ in parts]
+            outs = jax.ffi.ffi_call(self.target, results, vmap_method="broadcast_all")(
+                *xs, kernel=kernel, batch=batch, body=np.int64(body), shared=shared, threads=np.int64(threads))
+            shaped = tuple(out.reshape(lead + shape) for out, (_, _, shape) in zip(outs, parts))
+            return shaped if split else shaped[0]
+        return call
+
+    def has(self, fname):
+        return fname in self.m._TABLE
+
+    # ---------------------------------------------------------------- public functions ---
+
+    def make(self, name, threads=0):
+        key = (name, threads)
+        if key not in self.made:
+            self.made[key] = self.build(name, threads)
+        return self.made[key]
+
+    def build(self, name, threads):
+        m = self.m
+        if name in ("rnea", "aba") and self.has(name):
+            return self.with_forces(name, threads)
+        spec = m._TABLE.get(name)
+        if spec is not None and not spec.per_body:   # a function of states (the declared contacts' too)
+            return self.of_states(name, threads)
+        if name == "frame_placement" and self.has("frame_placement"):
+            return self.frame_placement(threads)
+        if name.startswith("frame_") and name[len("frame_"):] in _FRAME_KINDS:
+            return self.frame_quantity(name, threads)
+        if name in _POINT_KINDS:
+            return self.point_quantity(name, threads)
+        if name in ("contact_dynamics", "impulse_dynamics", "contact_inertia"):
+            raise ValueError(f"{name}: JAX calls the contacts declared at build time (rbdgen build --contact "
+                             "FRAME:KIND), and this module declares none")
+        raise ValueError(f"{name!r} is not a function of this module that JAX can call; it has "
+                         f"{', '.join(self.available())}")
+
+    def available(self):
+        m = self.m
+        names = [n for n, s in m._TABLE.items() if not s.per_body]
+        names += [n for n in ("frame_placement", *("frame_" + k for k in _FRAME_KINDS), *_POINT_KINDS)
+                  if callable(getattr(m, n, None))]
+        return sorted(set(names))
+
+    def of_states(self, name, threads):
+        spec = self.m._TABLE[name]
+        function = self.function(name, threads)
+        parts = self.m._META["functions"][name]["parts"]
+        if parts and parts[-1][3] == "pivots":
+            function = _checked_pivots(function, spec.names)
+        rule = self.rule(name)
+        return _differentiable(function, rule, spec.names, name, self.m)
+
+    def with_forces(self, name, threads):
+        """rnea(q, v, a, f_ext=None) and aba(q, v, tau, f_ext=None), as the module's."""
+        m = self.m
+        plain = _differentiable(self.function(name, threads), self.rule(name), ("q", "v", name == "rnea" and "a" or "tau"),
+                                name, m)
+        forced = None
+        if self.has(name + "_fext"):
+            forced = _differentiable(self.function(name + "_fext", threads), self.rule(name + "_fext"),
+                                     ("q", "v", "a" if name == "rnea" else "tau", "f_ext"), name, m)
+        njoints = len(m.joint_names)
+
+        def public(q, v, x, f_ext=None):
+            if f_ext is None:
+                return plain(q, v, x)
+            if forced is None:
+                raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
+            f = jnp.asarray(f_ext, dtype=jnp.float64)
+            if f.shape[-2:] != (njoints, 6):
+                raise ValueError(f"f_ext: expected (..., {njoints}, 6) (rows [force; torque] per joint), got {f.shape}")
+            return forced(q, v, x, f.reshape(f.shape[:-2] + (6 * njoints,)))
+        public.__doc__ = getattr(m, name).__doc__
+        return public
+
+    def frame_placement(self, threads):
+        m = self.m
+        split = self.function("frame_placement", threads, parts=((0, 9, (3, 3)), (9, 12, (3,))))
+
+        def placement(q, frame):
+            body, on_body = m._frame(frame)
+            return split(body, q, on_body)
+
+        def rule(q, frame, dq):
+            body, on_body = m._frame(frame)
+            J = self.function(self.require("frame_jacobian_local_world_aligned", "frame_placement"), threads)(
+                body, q, on_body)
+            R, p = placement(q, frame)
+            twist = jnp.einsum("...ij,...j->...i", J, dq)
+            return (_skew(twist[..., 3:]) @ R, twist[..., :3])
+
+        return _with_frame(placement, rule, m, "frame_placement")
+
+    def frame_quantity(self, name, threads):
+        m = self.m
+        public = getattr(m, name, None)
+        if public is None:
+            raise ValueError(f"this module was built without {name}; rebuild it with that function")
+        kind = name[len("frame_"):]
+        takes = ("q",) if kind == "jacobian" else ("q", "v") if kind.startswith("velocity") else ("q", "v", "a")
+
+        def quantity(*args, reference=None):
+            *states, frame = args[:len(takes) + 1]
+            reference = (args[len(takes) + 1] if len(args) > len(takes) + 1 else
+                         reference or ("local_world_aligned" if kind == "jacobian" else "local"))
+            body, on_body = m._frame(frame)
+            fname = f"frame_{kind}_{reference}"
+            if reference not in m._REFERENCES or not self.has(fname):
+                m._of_frame(f"frame_{kind}", reference)   # the module's error
+            return _refuse_derivative(self.function(fname, threads), name)(body, *states, on_body)
+        quantity.__doc__ = public.__doc__
+        return quantity
+
+    def point_quantity(self, name, threads):
+        m = self.m
+        fname = _POINT_KINDS[name] + "_local_world_aligned"
+        if not self.has(fname):
+            raise ValueError(f"this module was built without {fname}; rebuild it with that function")
+        function = _refuse_derivative(self.function(fname, threads), name)
+        states = {"point_jacobian": 1, "point_velocity": 2, "point_acceleration": 3, "point_gamma": 2}[name]
+
+        def quantity(*args):
+            *state, frame, point = args[:states + 2]
+            body, on_body = m._frame(frame)
+            at_point = m._contact.point_placement(on_body, np.asarray(point, dtype=float))
+            if name == "point_gamma":
+                return -function(body, *state, jnp.zeros_like(jnp.asarray(state[1], dtype=jnp.float64)),
+                                 at_point)[..., :3]
+            return function(body, *state, at_point)[..., :3, :] if name == "point_jacobian" else \
+                function(body, *state, at_point)[..., :3]
+        quantity.__doc__ = getattr(m, name).__doc__
+        return quantity
+
+    # ---------------------------------------------------------------- derivatives ---
+
+    def require(self, fname, of):
+        if not self.has(fname):
+            raise ValueError(f"JAX: differentiating {of} needs {fname}, which this module was built without; "
+                             f"rebuild it with {fname}")
+        return fname
+
+    def rule(self, name):
+        """The JVP of `name` as a function (primals, tangents) -> tangent of the result, or None."""
+        m, nv = self.m, self.m.nv
+        mv = lambda D, t: jnp.einsum("...ij,...j->...i", D, t)
+        zero = lambda x: jnp.zeros(jnp.shape(x)[:-1] + (nv,))
+
+        def rnea_like(derivatives_of):
+            def rule(primals, tangents):
+                dq, dv, da = (list(tangents) + [None, None])[:3]
+                D = derivatives_of(*primals)
+                terms = [mv(D[0], dq)] if dq is not None else []
+                if dv is not None:
+                    terms.append(mv(D[1], dv))
+                if da is not None:
+                    terms.append(mv(self.function(self.require("crba", name), 0)(primals[0]), da))
+                return terms
+            return rule
+
+        if name == "rnea":
+            derivatives = self.function(self.require("rnea_derivatives", name))
+            return _summed(rnea_like(lambda q, v, a: derivatives(q, v, a)))
+        if name == "nle":
+            if self.has("nle_derivatives"):
+                own = self.function("nle_derivatives")
+                return _summed(rnea_like(lambda q, v: own(q, v)))
+            derivatives = self.function(self.require("rnea_derivatives", name))
+            return _summed(rnea_like(lambda q, v: derivatives(q, v, zero(v))))
+        if name == "gravity":
+            if self.has("gravity_derivatives"):
+                own = self.function("gravity_derivatives")
+                return _summed(rnea_like(lambda q: (own(q),)))
+            derivatives = self.function(self.require("rnea_derivatives", name))
+            return _summed(rnea_like(lambda q: derivatives(q, zero(q), zero(q))))
+        if name in ("aba", "fd_crba"):
+            derivatives = self.function(self.require("aba_derivatives", name))
+
+            def aba_rule(primals, tangents):
+                D = derivatives(*primals)
+                return [mv(Dk, t) for Dk, t in zip(D, tangents) if t is not None]
+            return _summed(aba_rule)
+        if name in ("rnea_fext", "aba_fext"):
+            return _summed(self.forces_rule(name))
+        return None
+
+    def forces_rule(self, name):
+        """rnea_fext and aba_fext: d/dv and d/da (d/dtau) as without forces; d/df_ext exact,
+        -sum_i J_i^T df_i for rnea (J_i body i's Jacobian in its own frame), M^-1 sum_i J_i^T df_i
+        for aba; d/dq depends on f_ext through the bodies' motion, which no generated function
+        gives: differentiating with respect to q raises."""
+        m = self.m
+        base = name[:-len("_fext")]
+        njoints = len(m.joint_names)
+        mv = lambda D, t: jnp.einsum("...ij,...j->...i", D, t)
+
+        def rule(primals, tangents):
+            q, v, x, f = primals
+            dq, dv, dx, df = tangents
+            if dq is not None:
+                raise ValueError(f"JAX: {base} with f_ext has no derivative with respect to q (f_ext is given in "
+                                 f"the moving bodies' frames); differentiate with respect to v, "
+                                 f"{'a' if base == 'rnea' else 'tau'} and f_ext, or call {base} without f_ext")
+            terms = []
+            if base == "rnea":
+                if dv is not None:
+                    terms.append(mv(self.function(self.require("rnea_derivatives", name))(q, v, x)[1], dv))
+                if dx is not None:
+                    terms.append(mv(self.function(self.require("crba", name))(q), dx))
+            else:
+                D = self.function(self.require("aba_derivatives", name))(q, v, x)
+                terms += [mv(Dk, t) for Dk, t in zip(D[1:], (dv, dx)) if t is not None]
+            if df is not None:
+                jacobian = self.function(self.require("frame_jacobian_local_world_aligned", name))
+                placement = self.function(self.require("frame_placement", name), 0, ((0, 9, (3, 3)), (9, 12, (3,))))
+                identity = np.array([1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], dtype=float)
+                generalized = 0
+                for body in range(njoints):
+                    R = placement(body, q, identity)[0]
+                    J = jacobian(body, q, identity)
+                    f_body = df[..., 6 * body:6 * body + 6]
+                    force = mv(R, f_body[..., :3])
+                    torque = mv(R, f_body[..., 3:])
+                    generalized = generalized + jnp.einsum("...ji,...j->...i", J, jnp.concatenate([force, torque], -1))
+                if base == "rnea":
+                    terms.append(-generalized)
+                else:
+                    terms.append(mv(D[2], generalized))
+            return terms
+        return rule
+
+
+def _require_x64():
+    if not jax.config.jax_enable_x64:
+        raise RuntimeError('rbdgen\'s JAX functions compute in float64: call jax.config.update("jax_enable_x64", '
+                           'True) at start-up (or set JAX_ENABLE_X64=1)')
+
+
+def _summed(terms_of):
+    """A rule from one that returns the list of the tangent's terms (empty: zero)."""
+    def rule(primals, tangents):
+        terms = terms_of(primals, tangents)
+        return sum(terms[1:], terms[0]) if terms else None
+    return rule
+
+
+def _differentiable(function, rule, names, public, m):
+    """function (arrays -> a result) with a custom JVP from `rule`, or one that raises on
+    differentiation; q's tangent is refused where q is not its own tangent space."""
+    if rule is None:
+        return _refuse_derivative(function, public)
+    wrapped = jax.custom_jvp(function)
+    lie_group = m.nq != m.nv
+
+    def jvp(primals, tangents):
+        result = wrapped(*primals)
+        given = [None if isinstance(t, SymbolicZero) else t for t in tangents]
+        if lie_group and "q" in names and given[list(names).index("q")] is not None:
+            raise ValueError(f"JAX: {public} has no derivative with respect to q in q's {m.nq} coordinates (this "
+                             f"robot's q has quaternions; the generated derivatives are in the {m.nv}-dimensional "
+                             "tangent space): differentiate with respect to the other inputs, or use the "
+                             "derivative functions in the tangent space")
+        tangent = rule(primals, given)
+        if tangent is None:
+            tangent = jax.tree_util.tree_map(jnp.zeros_like, result)
+        return result, tangent
+    wrapped.defjvp(jvp, symbolic_zeros=True)
+    return wrapped
+
+
+def _checked_pivots(function, names):
+    """A declared contacts' function without its last part, the pivots of G M^-1 G^T: where one is
+    not clearly positive and damping is 0 (redundant contacts, where the module raises), the
+    results are NaN."""
+    damping_at = list(names).index("damping")
+
+    def checked(*args):
+        *results, pivots = function(*args)
+        damping = jnp.asarray(args[damping_at], dtype=jnp.float64)
+        good = jnp.all(pivots > 1e-12 * jnp.max(jnp.abs(pivots), axis=-1, keepdims=True), axis=-1) | (damping > 0)
+        results = [jnp.where(good.reshape(good.shape + (1,) * (r.ndim - good.ndim)), r, jnp.nan) for r in results]
+        return tuple(results) if len(results) > 1 else results[0]
+    return checked
+
+
+def _refuse_derivative(function, public):
+    wrapped = jax.custom_jvp(function)
+
+    def jvp(primals, tangents):
+        raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are rnea, nle, gravity, "
+                         "aba, fd_crba (with rnea_derivatives / aba_derivatives built) and frame_placement (with "
+                         "frame_jacobian)")
+    wrapped.defjvp(jvp)
+    return wrapped
+
+
+def _with_frame(placement, rule, m, public):
+    """frame_placement(q, frame): a custom JVP in q for each frame (the frame is static)."""
+    made = {}
+
+    def public_function(q, frame):
+        key = m._frame(frame)[0], frame
+        if key not in made:
+            f = jax.custom_jvp(lambda q: placement(q, frame))
+
+            def jvp(primals, tangents, frame=frame):
+                (q,), (dq,) = primals, tangents
+                if m.nq != m.nv:
+                    raise ValueError(f"JAX: {public} has no derivative with respect to q in q's {m.nq} coordinates "
+                                     "(quaternions in q); use frame_jacobian in the tangent space")
+                return placement(q, frame), rule(q, frame, dq)
+            f.defjvp(jvp)
+            made[key] = f
+        return made[key](q)
+    public_function.__doc__ = m.frame_placement.__doc__
+    return public_function
+
+
+def _skew(w):
+    zero = jnp.zeros_like(w[..., 0])
+    return jnp.stack([jnp.stack([zero, -w[..., 2], w[..., 1]], -1),
+                      jnp.stack([w[..., 2], zero, -w[..., 0]], -1),
+                      jnp.stack([-w[..., 1], w[..., 0], zero], -1)], -2)
