@@ -66,12 +66,47 @@ def _build(args, urdf):
                  algorithms=_algorithms(getattr(args, "algorithms", None)),
                  native=not getattr(args, "no_native", False), strict=args.strict, mimic=args.mimic,
                  frames=_algorithms(getattr(args, "frames", None)), contacts=getattr(args, "contact", None) or None,
-                 progress=_progress(time.perf_counter()))
+                 progress=_progress(time.perf_counter()), **_source_options(args))
 
 
 def _load_urdf(args, urdf, floating_base, mimic):
-    from .model.urdf import load_urdf
-    return load_urdf(urdf, floating_base=floating_base, strict=args.strict, mimic=mimic)
+    from .model.sources import load_model
+    return load_model(urdf, floating_base=floating_base, strict=args.strict, mimic=mimic, **_source_options(args))
+
+
+def _source_options(args):
+    """armature, xacro_args and packages from --armature JOINT=VALUE (or @FILE of such lines),
+    --xacro-arg NAME:=VALUE and --package NAME=FOLDER."""
+    armature = {}
+    for item in getattr(args, "armature", None) or ():
+        lines = _lines_of(item[1:]) if item.startswith("@") else [item]
+        for line in lines:
+            joint, _, value = line.partition("=")
+            try:
+                armature[joint.strip()] = float(value)
+            except ValueError:
+                raise RbdgenError(f"--armature {line!r}: expected JOINT=VALUE with a number") from None
+    xacro_args = {}
+    for item in getattr(args, "xacro_arg", None) or ():
+        name, separator, value = item.partition(":=")
+        if not separator or not name:
+            raise RbdgenError(f"--xacro-arg {item!r}: expected NAME:=VALUE")
+        xacro_args[name] = value
+    packages = {}
+    for item in getattr(args, "package", None) or ():
+        name, separator, folder = item.partition("=")
+        if not separator or not name:
+            raise RbdgenError(f"--package {item!r}: expected NAME=FOLDER")
+        packages[name] = folder
+    return {"armature": armature or None, "xacro_args": xacro_args or None, "packages": packages or None}
+
+
+def _lines_of(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    except OSError as exc:
+        raise RbdgenError(f"--armature @{path}: cannot read it ({exc.strerror})") from None
 
 
 def cmd_build(args):
@@ -90,7 +125,7 @@ def cmd_export(args):
     path = export(args.urdf, args.output, floating_base=args.floating_base, name=args.name,
                   algorithms=_algorithms(args.algorithms), native=args.native, strict=args.strict, mimic=args.mimic,
                   frames=_algorithms(args.frames), contacts=args.contact or None, module_dir=args.module_dir,
-                  progress=_progress(time.perf_counter()))
+                  progress=_progress(time.perf_counter()), **_source_options(args))
     print(f"exported {path}: cmake -S {args.output} -B build && cmake --build build && cmake --install build")
     return 0
 
@@ -118,11 +153,13 @@ def cmd_info(args):
 
 def cmd_verify(args):
     from .codegen.build import load
+    from .model.sources import source_kind
     from .runtime.verify import verify_module
     if os.path.isdir(args.target):
         module = load(args.target)
-        urdf, floating, mimic = _module_source(args.target, args.mimic)
-        model = _load_urdf(args, urdf, floating, mimic)
+        urdf, floating, mimic, options = _module_source(args.target, args.mimic)
+        from .model.sources import load_model
+        model = load_model(urdf, floating_base=floating, strict=args.strict, mimic=mimic, **options)
     else:
         urdf, floating, mimic = args.target, args.floating_base, args.mimic
         model = _load_urdf(args, urdf, floating, mimic)
@@ -140,7 +177,7 @@ def cmd_verify(args):
     for note in notes:
         print(_printable(note))
     if pin_report is not None:
-        print("function           worst relative error vs Pinocchio")
+        print(f"function           worst relative error vs {'MuJoCo' if source_kind(urdf) == 'mjcf' else 'Pinocchio'}")
         for name, err in pin_report.items():
             good = err <= 1e-9
             ok = ok and good
@@ -149,8 +186,8 @@ def cmd_verify(args):
 
 
 def _module_source(folder, mimic):
-    """(URDF path, floating base, mimic) that the module in `folder` was built from, checked
-    to be still there and unchanged."""
+    """(path, floating base, mimic, load_model's options) that the module in `folder` was built
+    from, the file checked to be still there and unchanged."""
     import hashlib
     import json
     meta_path = os.path.join(folder, "model.json")
@@ -165,7 +202,8 @@ def _module_source(folder, mimic):
     with open(urdf, "rb") as f:
         if source.get("urdf_sha256") not in (None, hashlib.sha256(f.read()).hexdigest()):
             raise RbdgenError(f"{folder}: {urdf} changed since the module was built; verify the URDF instead")
-    return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic))
+    options = {k: source[k] for k in ("armature", "xacro_args", "packages") if isinstance(source.get(k), dict)}
+    return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic)), options
 
 
 def _verify_pinocchio(module, model, urdf, floating, mimic, args):
@@ -175,6 +213,14 @@ def _verify_pinocchio(module, model, urdf, floating, mimic, args):
     import numpy as np
     from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
     from .runtime.states import random_state
+    from .model.sources import source_kind
+    if source_kind(urdf) == "mjcf":   # MuJoCo is the outside truth of an MJCF
+        from .runtime.mujoco_bridge import against_mujoco, module_functions
+        worst = against_mujoco(urdf, module_functions(module), states=args.states, seed=args.seed)
+        return worst, ["compared with MuJoCo (contacts, limits, actuation, springs, equality constraints off)"]
+    if source_kind(urdf) != "urdf":
+        return None, [f"Pinocchio is compared on URDF files only (this is {source_kind(urdf)}): "
+                      "compared with the reference only"]
     try:
         pm, why = comparable_model(urdf, floating, model, mimic)
     except PinocchioDisagrees as exc:   # not a reason to skip Pinocchio: the two disagree on the robot itself
@@ -239,6 +285,12 @@ def main(argv=None):
         p.add_argument("--mimic", action="store_true",
                        help="<mimic> joints as Pinocchio's mimic=True model: q = multiplier * q_master + offset, no "
                             "coordinate of their own (default: independent joints, with a warning)")
+        p.add_argument("--armature", action="append", metavar="JOINT=VALUE",
+                       help="rotor inertia added to M's diagonal for the joint's coordinates (repeat it; @FILE reads "
+                            "JOINT=VALUE lines); an MJCF's own armature is replaced for the joints named")
+        p.add_argument("--xacro-arg", action="append", metavar="NAME:=VALUE", help="an argument of a xacro file")
+        p.add_argument("--package", action="append", metavar="NAME=FOLDER",
+                       help="the folder of a package a xacro file finds with $(find NAME)")
 
     def function_options(p):
         p.add_argument("--name", help="module name (default: the robot's name, sanitized)")

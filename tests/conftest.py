@@ -31,3 +31,10 @@ def bridge_modules(tmp_path_factory):
                                   algorithms=BRIDGE_ALGORITHMS, contacts=BRIDGE_CONTACTS.get(key))
             built[key] = (module, rbdgen.load_urdf(robot_path(key), floating_base=floating))
     return built
+
+
+def pytest_collection_modifyitems(items):
+    """The JAX tests last: importing JAX starts XLA's threads, and a build afterwards forks its
+    worker processes (rbdgen.codegen.build), which JAX warns may deadlock. The workers run no
+    JAX code; the order keeps the warning, and the risk, out of the suite."""
+    items.sort(key=lambda item: item.fspath.basename == "test_jax.py")

@@ -65,6 +65,8 @@ def articulated_inertias(model, ops, kin, frame=None):
         IA[i] = ops.let("IA", i, IA[i])
         U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in S[i]])
         D = [[s.dot(Uc) for Uc in U[i]] for s in S[i]]
+        for k, rotor in enumerate(model.joint_armature(model.joints[i])):   # armature: M's diagonal
+            D[k][k] = D[k][k] + rotor
         Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
         p = model.parent[i]
         if p >= 0:

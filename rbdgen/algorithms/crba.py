@@ -26,7 +26,10 @@ def crba(model, ops, q):
     M = [[0] * model.nv for _ in range(model.nv)]
     for i, joint in enumerate(model.joints):
         F = ops.let("F", i, [Ic[i].apply(s) for s in kin[i].S])
-        _set_block(M, joint, joint, [project(kin[i].S, f) for f in F])
+        block = [project(kin[i].S, f) for f in F]
+        for k, rotor in enumerate(model.joint_armature(joint)):   # armature: on the diagonal
+            block[k][k] = block[k][k] + rotor
+        _set_block(M, joint, joint, block)
         j = i
         while model.parent[j] >= 0:
             F = ops.let("F", i, [kin[j].X_up.inv_apply_force(f) for f in F])

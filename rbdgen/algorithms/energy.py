@@ -1,4 +1,4 @@
-"""Mass, centre of mass and energies (seed 000 §6.5).
+"""Mass, centre of mass, energies (seed 000 §6.5) and the joints' viscous damping.
 
 With X_0i = (E_i, r_i), body i's mass moment in world coordinates is m_i r_i + E_i^T h_i, so
 the centre of mass needs no division but by the (constant) total mass.
@@ -30,10 +30,18 @@ def potential_energy(model, ops, q):
 
 
 def kinetic_energy(model, ops, q, v):
-    """1/2 sum_i v_i . I_i v_i, which equals 1/2 v^T M(q) v."""
+    """1/2 sum_i v_i . I_i v_i + 1/2 sum_k armature_k v_k^2, which equals 1/2 v^T M(q) v."""
     kin = joint_kinematics(model, ops, q, v)
     velocities = body_velocities(model, ops, kin, v)
     total = 0
     for i, inertia in enumerate(model.inertia):
         total = total + velocities[i].dot(inertia.apply(velocities[i]))
+    for rotor, x in zip(model.armature, v):
+        total = total + rotor * x * x
     return [ops.let("T", 0, total / 2)]
+
+
+def passive_torque(model, ops, v):
+    """-d v: the joints' viscous damping (per velocity coordinate; zero without damping)."""
+    damping = model.damping or [0] * model.nv
+    return [-d * x for d, x in zip(damping, v)]

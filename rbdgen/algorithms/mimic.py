@@ -191,6 +191,10 @@ def kinetic_energy(model, ops, q, v):
     return _energy.kinetic_energy(model.full, ops, _q(model, q), _v(model, v))
 
 
+def passive_torque(model, ops, v):
+    return mimic.reduce_force(model, _energy.passive_torque(model.full, ops, _v(model, v)))
+
+
 def potential_energy(model, ops, q):
     return _energy.potential_energy(model.full, ops, _q(model, q))
 

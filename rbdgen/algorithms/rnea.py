@@ -1,6 +1,7 @@
 """Recursive Newton-Euler inverse dynamics (seed 000 Algorithm 1), with external forces.
 
-tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i. `nle` is rnea with a = 0 and
+tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i, M with the joints' armature on its
+diagonal. `nle` is rnea with a = 0 and
 `gravity` with v = a = 0: the zeros are literal, so the generator prunes their terms.
 
 The forward pass carries, for each body, its angular velocity w, angular acceleration
@@ -36,7 +37,9 @@ def rnea(model, ops, q, v, a, f_ext=None):
     tau = [0] * model.nv
     for i in reversed(range(model.nbodies)):
         joint = model.joints[i]
-        tau[joint.idx_v:joint.idx_v + joint.nv] = ops.let("tau", i, project(kin[i].S, forces[i]))
+        rotor = [d * x for d, x in zip(model.joint_armature(joint), as_[i])]   # armature: M's diagonal
+        tau[joint.idx_v:joint.idx_v + joint.nv] = ops.let("tau", i, [t + r for t, r in
+                                                                    zip(project(kin[i].S, forces[i]), rotor)])
         p = model.parent[i]
         if p >= 0:
             forces[p] = ops.let("f", p, forces[p] + force_to_parent(ops, i, kin[i].X_up, forces[i]))

@@ -21,6 +21,7 @@ import os as _os
 import numpy as _np
 
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
+from . import _conventions  # the same file as rbdgen/bindings/conventions.py
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 with open(_os.path.join(_HERE, "model.json"), encoding="utf-8") as _f:
@@ -240,9 +241,29 @@ def _rnea_with_forces(q, v, a, f_ext=None, out=None, threads=0):
     return _with_forces("rnea", q, v, a, f_ext, out, threads)
 
 
-def _aba_with_forces(q, v, tau, f_ext=None, out=None, threads=0):
-    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]), f_ext as for rnea."""
+def _aba_with_forces(q, v, tau, f_ext=None, passive=False, out=None, threads=0):
+    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]), f_ext as for
+    rnea; with passive=True the joints' damping torque passive_torque(v) is added to tau."""
+    if passive:
+        if "passive_torque" not in _NAMES:
+            raise ValueError("passive: this module was built without passive_torque; rebuild it with that function")
+        tau = _np.add(tau, passive_torque(v, threads=threads))
     return _with_forces("aba", q, v, tau, f_ext, out, threads)
+
+
+_JOINT_KINDS = tuple((j["type"], j["idx_q"], j["idx_v"]) for j in _META["joints"])
+
+
+def to_mujoco(q, v=None):
+    """(qpos, qvel) in MuJoCo's conventions for q and v (or B of them): a free joint's quaternion
+    [qw qx qy qz] after [x y z] and its linear velocity in world axes, a ball joint's
+    quaternion [qw qx qy qz]; other joints as they are. qvel is None without v."""
+    return _conventions.mujoco_layout(_JOINT_KINDS, nq, nv, q, v, to=True)
+
+
+def from_mujoco(qpos, qvel=None):
+    """(q, v) in this module's (Pinocchio's) conventions for MuJoCo's qpos and qvel (see to_mujoco)."""
+    return _conventions.mujoco_layout(_JOINT_KINDS, nq, nv, qpos, qvel, to=False)
 
 
 def _fext(f_ext, q):

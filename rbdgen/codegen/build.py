@@ -24,7 +24,7 @@ from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError, ModelError
-from ..model.urdf import load_urdf
+from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
 from . import functions as fn_table
@@ -64,7 +64,7 @@ def code_fingerprint():
 def model_fingerprint(model):
     """A hash of everything the generated code depends on (exact float reprs)."""
     h = hashlib.sha256()
-    parts = [repr(model.name), repr(model.gravity)]
+    parts = [repr(model.name), repr(model.gravity), repr(model.full.armature), repr(model.full.damping)]
     for i, joint in enumerate(model.joints):
         parts.append(repr((joint.name, joint.type, sorted(vars(joint.model).items()), model.parent[i],
                            model.X_T[i], model.inertia[i])))
@@ -390,6 +390,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
+    shutil.copyfile(os.path.join(bindings, "conventions.py"), os.path.join(work, "_conventions.py"))
     # robot.jax: its Python and the XLA FFI handler it compiles on first use
     shutil.copyfile(os.path.join(bindings, "jax.py"), os.path.join(work, "_jax.py"))
     shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
@@ -482,29 +483,36 @@ def _cffi_extension(work, extension, header, objects, calls, entry_points):
 
 
 def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
-          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None, contacts=None):
-    """Build (or reuse) the module for a URDF and load it. See the README for its functions.
+          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None, contacts=None,
+          armature=None, xacro_args=None, packages=None):
+    """Build (or reuse) the module for a URDF, xacro or MJCF file and load it. See the README
+    for its functions.
 
     strict: an invalid inertia is an error instead of a warning; mimic: <mimic> joints follow
     their master (Pinocchio's mimic=True model) instead of moving freely; frames: the names of
     the frames the module serves (None: all); contacts: contacts declared at build time
-    ("l_sole:6d", "FL_FOOT:3d", ...; see build_model)."""
-    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress)
+    ("l_sole:6d", "FL_FOOT:3d", ...; see build_model); armature: {joint: rotor inertia};
+    xacro_args, packages: a xacro file's arguments and $(find) folders (rbdgen.model.sources)."""
+    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress,
+                                dict(armature=armature, xacro_args=xacro_args, packages=packages))
     return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts)
 
 
 def load_source(urdf_path, floating_base=False, strict=False, mimic=False, algorithms=None, frames=None,
-                contacts=None, progress=_noop):
-    """(model, source record) for a URDF, after checking the names of functions, frames and
-    contacts, so that a mistake fails before any work."""
+                contacts=None, progress=_noop, options=None):
+    """(model, source record) for a robot's file, after checking the names of functions, frames
+    and contacts, so that a mistake fails before any work. options: load_model's armature,
+    xacro_args and packages."""
     t0 = time.perf_counter()
     fn_table.check_names(algorithms)
-    model = load_urdf(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic)
+    options = {k: v for k, v in (options or {}).items() if v}
+    model = load_model(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic, **options)
     check_moves(model)
     check_task_space(model, frames, contacts)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
-                  "floating_base": bool(floating_base), "mimic": bool(mimic)}
+                  "floating_base": bool(floating_base), "mimic": bool(mimic), "kind": source_kind(urdf_path),
+                  **{k: {str(n): v for n, v in value.items()} for k, value in options.items()}}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
     return model, source
 

@@ -27,12 +27,14 @@ PYTHON_ONLY = ("_calls.c",)   # the binding's C, which includes Python.h
 
 
 def export(urdf_path, out_dir, floating_base=False, name=None, algorithms=None, native=False, cse=True,
-           verify=True, progress=None, strict=False, mimic=False, frames=None, contacts=None, module_dir=None):
+           verify=True, progress=None, strict=False, mimic=False, frames=None, contacts=None, module_dir=None,
+           armature=None, xacro_args=None, packages=None):
     """Write the C library of a URDF's robot to `out_dir` (the options are build's; native and
     module_dir as in export_model). Returns the path of the export."""
     progress = progress or (lambda message: None)
     _check_destination(out_dir)
-    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress)
+    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress,
+                                dict(armature=armature, xacro_args=xacro_args, packages=packages))
     return export_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts,
                         module_dir)
 

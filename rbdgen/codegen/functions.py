@@ -81,6 +81,10 @@ FUNCTIONS = [
     FunctionSpec("com", ("q",), lambda m: (3,), mimic.com, "Centre of mass in world coordinates."),
     FunctionSpec("kinetic_energy", ("q", "v"), lambda m: (1,), mimic.kinetic_energy,
                  "Kinetic energy v^T M(q) v / 2.", scalar=True),
+    FunctionSpec("passive_torque", ("v",), lambda m: (m.nv,), mimic.passive_torque,
+                 "Passive joint torque -D v of the joints' viscous damping (URDF <dynamics damping>, MJCF "
+                 "damping; MuJoCo's qfrc_passive without springs): add it to tau for damped dynamics, as "
+                 "aba(q, v, tau, passive=True) does."),
     FunctionSpec("potential_energy", ("q",), lambda m: (1,), mimic.potential_energy,
                  "Potential energy -m g . c.", scalar=True),
     FunctionSpec("coriolis", ("q", "v"), lambda m: (m.nv, m.nv), mimic.coriolis,

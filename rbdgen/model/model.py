@@ -57,6 +57,11 @@ class Model:
     inertia: tuple
     frames: tuple
     gravity: tuple = DEFAULT_GRAVITY
+    # Per velocity coordinate (nv numbers each, or empty for none): the rotor inertia added to
+    # M's diagonal (Pinocchio's model.armature, MuJoCo's dof_armature) and the viscous damping
+    # d of the passive torque -d v (URDF <dynamics damping>, MuJoCo's dof_damping).
+    armature: tuple = ()
+    damping: tuple = ()
     _frame_index: dict = field(default=None, repr=False, compare=False)
     _full: "Model" = field(default=None, repr=False, compare=False)   # set by model.mimic.with_mimic
 
@@ -82,6 +87,10 @@ class Model:
     @property
     def nbodies(self):
         return len(self.joints)
+
+    def joint_armature(self, joint):
+        """The armature of a joint's velocity coordinates (zeros when the model has none)."""
+        return list(self.armature[joint.idx_v:joint.idx_v + joint.nv]) if self.armature else [0] * joint.nv
 
     def frame(self, name):
         """The frame called `name` (a URDF link, or a body of the builder)."""
@@ -262,3 +271,36 @@ def _all_finite(*rows):
 def _floats(values):
     return "(" + " ".join(f"{float(x):g}" for x in values) + ")"
 
+
+def with_joint_dynamics(model, armature=None, damping=None):
+    """The model with armature and damping set per joint: {joint name: value} (the same value
+    for each of a joint's velocity coordinates, or one per coordinate). Joints not named keep
+    theirs. Values must be finite and >= 0. A model with mimic joints gets them on its tree's
+    joints (what the algorithms run on)."""
+    import dataclasses
+    full = model.full
+    values = {}
+    for what, given in (("armature", armature), ("damping", damping)):
+        current = list(getattr(full, what)) or [0] * full.nv
+        for name, value in (given or {}).items():
+            joint = next((j for j in full.joints if j.name == name), None)
+            if joint is None:
+                import difflib
+                close = difflib.get_close_matches(str(name), [j.name for j in full.joints], n=3)
+                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+                raise ModelError(f"{what}: the model has no joint {name!r}{hint}")
+            per_dof = list(value) if isinstance(value, (list, tuple)) else [value] * joint.nv
+            if len(per_dof) != joint.nv:
+                raise ModelError(f"{what} of joint {name!r}: expected 1 or {joint.nv} values, got {len(per_dof)}")
+            for k, x in enumerate(per_dof):
+                try:
+                    x = float(x)
+                except (TypeError, ValueError):
+                    x = math.nan
+                if not (math.isfinite(x) and x >= 0):
+                    raise ModelError(f"{what} of joint {name!r}: {value!r} is not a finite number >= 0")
+                current[joint.idx_v + k] = _exact(x)
+        values[what] = tuple(current) if any(current) else ()
+    if model.has_mimic:   # the algorithms read them on the tree; the reduced model has none of its own
+        return dataclasses.replace(model, armature=(), damping=(), _full=dataclasses.replace(full, **values))
+    return dataclasses.replace(model, **values)

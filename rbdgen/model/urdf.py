@@ -17,7 +17,7 @@ from ..errors import InertiaWarning, ModelError, URDFError
 from ..spatial import Inertia, Transform, matmul3, transpose3
 from .joints import FreeFlyer, Planar, Prismatic, Revolute
 from .mimic import with_mimic
-from .model import ModelBuilder
+from .model import ModelBuilder, with_joint_dynamics
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic", "floating", "planar")
 
@@ -157,7 +157,7 @@ def parse_urdf(text, source="<string>"):
                         "save the file as UTF-8") from None
 
 
-def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False):
+def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False, armature=None):
     """Load a URDF file into a Model (see the module docstring for the conventions).
 
     With `floating_base=True` a free-flyer joint named `root_joint` moves the root link,
@@ -167,6 +167,10 @@ def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False
     With `mimic=True` a joint with <mimic joint="master" multiplier="m" offset="o"/> has no
     coordinate of its own: it moves by m q_master + o, as Pinocchio's mimic=True (see
     rbdgen.model.mimic). Without it, such joints are independent and a warning says so.
+
+    A joint's <dynamics damping="d"> is its viscous damping (passive torque -d v; friction is
+    not modelled). armature: {joint name: rotor inertia} added to M's diagonal (Pinocchio's
+    model.armature; URDF has no element for it).
     """
     path = os.fsdecode(os.fspath(path))
     if not os.path.isfile(path):
@@ -178,10 +182,11 @@ def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False
         raise URDFError(f"URDF file {_show(path, 1000)} cannot be read ({exc.strerror}); "
                         "check its permissions") from None
     return model_from_urdf_string(text, source=path, floating_base=floating_base, gravity=gravity, strict=strict,
-                                  mimic=mimic)
+                                  mimic=mimic, armature=armature)
 
 
-def model_from_urdf_string(text, source="<string>", floating_base=False, gravity=None, strict=False, mimic=False):
+def model_from_urdf_string(text, source="<string>", floating_base=False, gravity=None, strict=False, mimic=False,
+                           armature=None):
     root_el = parse_urdf(text, source)
     src = _show(source, 1000)
     if root_el.tag != "robot":
@@ -260,6 +265,9 @@ def model_from_urdf_string(text, source="<string>", floating_base=False, gravity
         model = builder.finish()  # refuses inertias and placements that overflowed when merged
         if mimic:
             model = with_mimic(model, _mimic_joints(mimics, joints))
+        damping = _damping(joints)
+        if damping or armature:
+            model = with_joint_dynamics(model, armature=armature, damping=damping)
     except ModelError as exc:
         raise URDFError(str(exc)) from None
     _check_inertias(invalid, strict)
@@ -296,6 +304,19 @@ def _add_subtree(builder, root, children, joints, links, invalid):
         else:
             builder.add_body(parent, _joint_model(joint, jname, jtype), jname, child, X_T, inertia)
         stack.extend(reversed(children[child]))
+
+
+def _damping(joints):
+    """{joint: d} of the moving joints with <dynamics damping="d"> (d > 0)."""
+    damping = {}
+    for name, (joint, jtype, _, _) in joints.items():
+        element = joint.find("dynamics")
+        if jtype == "fixed" or element is None:
+            continue
+        d = _numbers(element, "damping", (0.0,), 1, f"joint {_show(name)} <dynamics>")[0]
+        if d != 0:
+            damping[name] = d
+    return damping
 
 
 def _mimic_joints(names, joints):

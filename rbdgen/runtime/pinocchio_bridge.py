@@ -59,6 +59,8 @@ def comparable_model(urdf_path, floating_base, model, mimic=False):
     nq = len(to_pinocchio_q(model, np.zeros(model.nq)))   # rbdgen's nq in Pinocchio's layout
     if (pm.nq, pm.nv) != (nq, model.nv):
         raise PinocchioDisagrees(f"Pinocchio's model has nq={pm.nq} nv={pm.nv}, rbdgen's nq={nq} nv={model.nv}")
+    if model.armature:   # rbdgen's armature is Pinocchio's (on M's diagonal)
+        pm.armature = np.array(model.armature, dtype=float)
     return pm, None
 
 

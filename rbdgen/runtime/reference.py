@@ -22,6 +22,7 @@ from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
+from ..bindings import conventions as _conventions
 from ..codegen import functions as _table
 from ..errors import ModelError
 
@@ -142,6 +143,20 @@ def rnea(model, q, v, a, f_ext=None):
 def aba(model, q, v, tau, f_ext=None):
     """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3), f_ext as for rnea."""
     return _TABLE["aba"](model, q, v, tau) if f_ext is None else _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext))
+
+
+def to_mujoco(model, q, v=None):
+    """(qpos, qvel) in MuJoCo's layout (rbdgen.bindings.conventions), as module.to_mujoco."""
+    return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)
+
+
+def from_mujoco(model, qpos, qvel=None):
+    """(q, v) from MuJoCo's qpos and qvel, as module.from_mujoco."""
+    return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, qpos, qvel, to=False)
+
+
+def _joint_kinds(model):
+    return tuple((j.type, j.idx_q, j.idx_v) for j in model.joints)
 
 
 def total_mass(model):

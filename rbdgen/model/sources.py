@@ -1,0 +1,111 @@
+"""Where robots are described: URDF, xacro (expanded by the PyPI xacro package, no ROS needed)
+and MJCF (compiled by MuJoCo), read into one Model. `load_model` tells them apart by the file:
+a .xacro name or a xacro namespace is xacro, a <mujoco> root is MJCF, anything else URDF.
+"""
+
+import contextlib
+import os
+import xml.etree.ElementTree as ET
+
+from ..errors import ModelError, URDFError
+from .model import with_joint_dynamics
+from . import urdf as _urdf   # by module: a test (or a user) may replace its functions
+
+XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+
+
+def source_kind(path):
+    """"urdf", "xacro" or "mjcf", from the file's name and its first element."""
+    if str(path).endswith(".xacro"):
+        return "xacro"
+    try:
+        for _, element in ET.iterparse(path, events=("start-ns", "start")):
+            if isinstance(element, tuple):            # a namespace declaration
+                if element[1] == XACRO_NAMESPACE:
+                    return "xacro"
+                continue
+            return "mjcf" if element.tag == "mujoco" else "urdf"
+    except (ET.ParseError, OSError):
+        pass
+    return "urdf"    # the URDF reader says what is wrong with it
+
+
+def load_model(path, floating_base=False, strict=False, mimic=False, armature=None, xacro_args=None,
+               packages=None):
+    """The Model of a URDF, xacro or MJCF file.
+
+    floating_base: a free-flyer root for a URDF or xacro (an MJCF says itself which bodies
+    are free); strict, mimic: as load_urdf; armature: {joint: rotor inertia} added to (for MJCF:
+    replacing) the file's; xacro_args: {name: value} for xacro's <xacro:arg>; packages:
+    {package: folder} for xacro's $(find package)."""
+    path = os.fsdecode(os.fspath(path))
+    kind = source_kind(path)
+    if kind == "mjcf":
+        if floating_base:
+            raise ModelError(f"{path}: --floating-base is for URDF; an MJCF gives its free bodies a <freejoint/>")
+        if mimic:
+            raise ModelError(f"{path}: --mimic is for URDF's <mimic>; MJCF couples joints by equality "
+                             "constraints, which rbdgen leaves out")
+        from .mjcf import load_mjcf
+        model = load_mjcf(path)
+        return with_joint_dynamics(model, armature=armature) if armature else model
+    if kind == "xacro":
+        text = expand_xacro(path, xacro_args, packages)
+        return _urdf.model_from_urdf_string(text, source=path, floating_base=floating_base, strict=strict, mimic=mimic,
+                                      armature=armature)
+    return _urdf.load_urdf(path, floating_base=floating_base, strict=strict, mimic=mimic, armature=armature)
+
+
+def expand_xacro(path, args=None, packages=None):
+    """The URDF text of a xacro file, with `args` ({name: value}) for its <xacro:arg>s and
+    $(find package) resolved from `packages` ({name: folder}) or ROS_PACKAGE_PATH."""
+    try:
+        import xacro
+        import xacro.substitution_args as substitution
+    except ImportError:
+        raise ModelError("reading xacro needs the xacro package: pip install xacro (or rbdgen[xacro])") from None
+    if not os.path.isfile(path):
+        raise URDFError(f"xacro file {path!r} not found; check the path")
+    missing = []
+
+    def find(package):
+        folder = (packages or {}).get(package) or _on_ros_package_path(package)
+        if folder is None:
+            missing.append(package)
+            raise ModelError(package)
+        return folder
+
+    mappings = {str(k): str(v) for k, v in (args or {}).items()}
+    with _replaced(substitution, "_eval_find", find), open(os.devnull, "w") as quiet, \
+            contextlib.redirect_stderr(quiet):
+        try:
+            document = xacro.process_file(path, mappings=mappings)
+        except Exception as exc:   # xacro raises its own exceptions and whatever its expressions raise
+            if missing:
+                raise ModelError(f"{path}: xacro cannot find package {missing[0]!r} for $(find {missing[0]}); "
+                                 f"point at its folder with --package {missing[0]}=FOLDER (or ROS_PACKAGE_PATH)") \
+                    from None
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            if type(exc).__name__ == "ArgException" or "Undefined substitution argument" in message:
+                message += "; give it with --xacro-arg NAME:=VALUE"
+            raise ModelError(f"{path}: xacro: {message}") from None
+    return document.toxml()
+
+
+@contextlib.contextmanager
+def _replaced(owner, attribute, value):
+    original = getattr(owner, attribute)
+    setattr(owner, attribute, value)
+    try:
+        yield
+    finally:
+        setattr(owner, attribute, original)
+
+
+def _on_ros_package_path(package):
+    """The folder of `package` below a ROS_PACKAGE_PATH entry (one holding package.xml), or None."""
+    for root in filter(None, os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep)):
+        for folder, _, files in os.walk(root):
+            if "package.xml" in files and os.path.basename(folder) == package:
+                return folder
+    return None
