@@ -39,15 +39,30 @@ class MJCFWarning(UserWarning):
 def load_mjcf(path):
     """Load an MJCF file into a Model through mujoco.MjModel.from_xml_path."""
     try:
-        import mujoco
+        import mujoco  # noqa: F401  (only whether it is there)
     except ImportError:
         raise ModelError("reading MJCF needs the mujoco package: pip install mujoco (or rbdgen[mujoco])") from None
+    compiled = compile_mjcf(path)
+    return model_from_mujoco(compiled, os.path.splitext(os.path.basename(path))[0])
+
+
+def compile_mjcf(path):
+    """mujoco.MjModel.from_xml_path, its refusal a one-line ModelError and its compiler warnings
+    Python warnings (rather than lines of a MUJOCO_LOG.TXT in the current folder)."""
+    import mujoco
+    heard = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(heard.append)
     try:
         compiled = mujoco.MjModel.from_xml_path(os.fspath(path))
     except ValueError as exc:   # MuJoCo's compiler error
         first = " ".join(str(exc).split())
         raise ModelError(f"{path}: MuJoCo refuses this MJCF: {first}") from None
-    return model_from_mujoco(compiled, os.path.splitext(os.path.basename(path))[0])
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    for message in heard:
+        warnings.warn(f"MuJoCo: {' '.join(str(message).split())}", MJCFWarning, stacklevel=3)
+    return compiled
 
 
 def model_from_mujoco(m, default_name="robot"):

@@ -34,8 +34,13 @@ def installed_models():
 
 def compiled(path):
     """(MjModel, MjData) of an MJCF with its simulation parts off."""
+    import warnings
+
     import mujoco
-    m = mujoco.MjModel.from_xml_path(str(path))
+    from ..model.mjcf import compile_mjcf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # MuJoCo's compiler notes: load_model gives them
+        m = compile_mjcf(path)
     for flag in OFF:
         m.opt.disableflags |= int(getattr(mujoco.mjtDisableBit, flag))
     return m, mujoco.MjData(m)
