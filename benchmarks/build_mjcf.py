@@ -17,6 +17,7 @@ import warnings
 
 import rbdgen
 from common import cpu_name, log
+from rbdgen.errors import RbdgenError
 from rbdgen.runtime.mujoco_bridge import against_mujoco, installed_models, module_functions
 
 TOLERANCE = 1e-9
@@ -39,9 +40,13 @@ def main(argv=None):
         try:
             log(f"== {package} {name}")
             t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                module = rbdgen.build(path, out_dir=folder)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    module = rbdgen.build(path, out_dir=folder)
+            except RbdgenError as exc:
+                print(f"| {package} | {name} | | | failed | {str(exc)[:160]} |", flush=True)
+                continue
             seconds = time.perf_counter() - t0
             worst = max(against_mujoco(path, module_functions(module), states=args.states).values())
             mark = "" if worst <= TOLERANCE else " !"

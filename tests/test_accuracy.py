@@ -12,7 +12,7 @@ import pytest
 import rbdgen
 from rbdgen.algorithms import minv as minv_algorithms
 from rbdgen.algorithms import mimic as algorithms
-from rbdgen.codegen.build import generate_program
+from rbdgen.codegen.build import SELECTION_MARGIN, generate_program
 from rbdgen.codegen.evaluate import evaluate
 from rbdgen.codegen.functions import BY_NAME
 from rbdgen.model.joints import snap_orthonormal
@@ -208,7 +208,7 @@ def test_ill_conditioned_robots_build_and_match_pinocchio(built, robot):
 
 def test_kept_programs_are_within_budget(built):
     """model.json records, per function with variants, what was measured and kept: the kept
-    program is within its budget, and M^-1 on xarm7 is the body-frame program."""
+    program is within half its budget (what the choice asks, for states it did not see), and M^-1 on xarm7 is the body-frame program."""
     import json
     for robot, module in built.items():
         with open(os.path.join(os.path.dirname(module.__file__), "model.json")) as f:
@@ -216,5 +216,5 @@ def test_kept_programs_are_within_budget(built):
         for name, entry in functions.items():
             choice = entry.get("accuracy")
             if choice:
-                assert choice["error"] <= choice["budget"], (robot, name, choice)
+                assert choice["error"] <= choice["budget"] / SELECTION_MARGIN, (robot, name, choice)
         assert functions["minv"]["accuracy"]["kept"] == "minv" or robot != "xarm7"
