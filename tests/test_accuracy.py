@@ -208,7 +208,8 @@ def test_ill_conditioned_robots_build_and_match_pinocchio(built, robot):
 
 def test_kept_programs_are_within_budget(built):
     """model.json records, per function with variants, what was measured and kept: the kept
-    program is within half its budget (what the choice asks, for states it did not see), and M^-1 on xarm7 is the body-frame program."""
+    program is within its budget divided by SELECTION_MARGIN (what the choice asks, for states it
+    did not see), and M^-1 on xarm7 is the body-frame program."""
     import json
     for robot, module in built.items():
         with open(os.path.join(os.path.dirname(module.__file__), "model.json")) as f:
