@@ -25,7 +25,7 @@ TOLERANCE = 1e-9
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip", default="", help="comma-separated model names not to build")
+    parser.add_argument("--skip", default="", help="comma-separated models not to build: NAME, or PACKAGE:NAME")
     parser.add_argument("--states", type=int, default=5, help="random states compared (default: 5)")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
@@ -33,7 +33,7 @@ def main(argv=None):
     print("| package | model | nq | nv | build (s) | worst error vs MuJoCo |")
     print("|---|---|---:|---:|---:|---:|")
     for package, name, path in installed_models():
-        if name in skip:
+        if name in skip or f"{package}:{name}" in skip:
             print(f"| {package} | {name} | | | skipped | |")
             continue
         folder = tempfile.mkdtemp(prefix="rbdgen-mjcf-")

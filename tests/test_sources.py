@@ -308,3 +308,22 @@ def test_armature_of_unknown_joint():
     with pytest.raises(RbdgenError) as exc:
         load_model(robot_path("ur5"), armature={"elbow_joint": -1.0})
     assert ">= 0" in one_line(exc)
+
+
+def test_one_coordinate_robot_keeps_matrix_shapes(tmp_path):
+    """dm_control's pendulum (nv = 1): a point's Jacobian is 3 x 1, not a vector of 3, so the
+    call-time contacts assemble (the C entry point once took one column for a vector)."""
+    path = next((path for p, n, path in MODELS if (p, n) == ("dm_control", "pendulum")), None)
+    if path is None:
+        pytest.skip("dm_control is not installed")
+    model = loaded(path)
+    module = rbdgen.build(path, out_dir=str(tmp_path), algorithms=[
+        "minv", "nle", "frame_jacobian_local_world_aligned", "frame_classical_acceleration_local_world_aligned"])
+    q, v, tau, point = np.array([0.3]), np.array([0.2]), np.array([0.1]), np.array([0.0, 0.0, -0.1])
+    frame = module.frames[-1]
+    assert module.point_jacobian(q, frame, point).shape == (3, 1)
+    assert module.point_gamma(q, v, frame, point).shape == (3,)
+    contacts = [(frame, point, None)]
+    for ours, theirs in zip(module.contact_dynamics(q, v, tau, contacts, damping=1e-3),
+                            reference.contact_dynamics(model, q, v, tau, contacts, damping=1e-3)):
+        assert_close("contact_dynamics, nv = 1", ours, theirs, 1e-12)

@@ -245,8 +245,9 @@ static PyObject *call_point(PyObject *self, PyObject *const *args, Py_ssize_t na
 {
     PyObject *fallback = PyTuple_GET_ITEM(self, 0);
     const point_kind_t *f = &point_kinds[PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1))];
-    const Py_ssize_t nv = f->size[f->nstates > 1 ? 1 : 0], size = 6 * f->cols, shape[2] = { 3, f->cols };
-    const int ndim = f->cols > 1 ? 2 : 1;
+    const Py_ssize_t cols = f->cols > 0 ? f->cols : 1;   /* a vector is one column */
+    const Py_ssize_t nv = f->size[f->nstates > 1 ? 1 : 0], size = 6 * cols, shape[2] = { 3, cols };
+    const int ndim = f->cols > 0 ? 2 : 1;
     const double *in[3], *p, *E;
     double placement[12], local[1024], *flat = local, *zeros = NULL, *out;
     long j;
@@ -257,7 +258,7 @@ static PyObject *call_point(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (int i = 0; i < f->nstates; ++i)
         if ((in[i] = vector_of(args[i], f->size[i])) == NULL)
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    if (given != NULL && target_of(given, 1, ndim, shape, 3 * f->cols, in, f->size, f->nstates) == NULL)
+    if (given != NULL && target_of(given, 1, ndim, shape, 3 * cols, in, f->size, f->nstates) == NULL)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     E = frame_placement[j];
     memcpy(placement, E, sizeof placement);
@@ -272,9 +273,9 @@ static PyObject *call_point(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (zeros != NULL)
         in[2] = zeros;
     evaluate_frame(f->fn, f->zero_acceleration ? 3 : f->nstates, frame_body[j], in, placement, flat);
-    if ((result = written_into(given, 1, ndim, shape, 3 * f->cols)) != NULL) {
+    if ((result = written_into(given, 1, ndim, shape, 3 * cols)) != NULL) {
         out = (double *)PyArray_DATA((PyArrayObject *)result);
-        for (Py_ssize_t i = 0; i < 3 * f->cols; ++i)   /* the linear rows come first */
+        for (Py_ssize_t i = 0; i < 3 * cols; ++i)   /* the linear rows come first */
             out[i] = f->zero_acceleration ? -flat[i] : flat[i];
     }
     if (flat != local)

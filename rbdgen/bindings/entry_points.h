@@ -51,7 +51,8 @@ typedef struct {
     int nstates;                     /* q, then v, then a */
     Py_ssize_t size[3];
     int zero_acceleration;           /* point_gamma: a = 0, and the result negated */
-    Py_ssize_t cols;                 /* nv for a Jacobian, 1 for a vector */
+    Py_ssize_t cols;                 /* nv for a Jacobian (3 x nv, even when nv is 1), 0 for a
+                                        vector (3) */
 } point_kind_t;
 
 #endif

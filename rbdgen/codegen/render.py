@@ -276,7 +276,7 @@ def point_kinds(functions):
         states = [a for a in fn["inputs"] if a["name"] != "placement"]
         gamma = name == "point_gamma"
         kinds.append({"name": name, "cname": fn["cname"], "inputs": states[:2] if gamma else states,
-                      "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 1})
+                      "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 0})
     return kinds
 
 
