@@ -202,11 +202,10 @@ class Bridge:
             body, on_body = m._frame(frame)
             return split(body, q, on_body)
 
-        def rule(q, frame, dq):
+        def rule(q, frame, dq, R):
             body, on_body = m._frame(frame)
             J = self.function(self.require("frame_jacobian_local_world_aligned", "frame_placement"), threads)(
                 body, q, on_body)
-            R, p = placement(q, frame)
             twist = jnp.einsum("...ij,...j->...i", J, dq)
             return (_skew(twist[..., 3:]) @ R, twist[..., :3])
 
@@ -373,7 +372,7 @@ def _differentiable(function, rule, names, public, m):
     lie_group = m.nq != m.nv
 
     def jvp(primals, tangents):
-        result = wrapped(*primals)
+        result = wrapped(*primals)   # not `function`: nested differentiation (a Hessian) traces these primals
         given = [None if isinstance(t, SymbolicZero) else t for t in tangents]
         if lie_group and "q" in names and given[list(names).index("q")] is not None:
             raise ValueError(f"JAX: {public} has no derivative with respect to q in q's {m.nq} coordinates (this "
@@ -428,7 +427,8 @@ def _with_frame(placement, rule, m, public):
                 if m.nq != m.nv:
                     raise ValueError(f"JAX: {public} has no derivative with respect to q in q's {m.nq} coordinates "
                                      "(quaternions in q); use frame_jacobian in the tangent space")
-                return placement(q, frame), rule(q, frame, dq)
+                result = placement(q, frame)
+                return result, rule(q, frame, dq, result[0])   # the primal's R, not a second call
             f.defjvp(jvp)
             made[key] = f
         return made[key](q)
