@@ -3,7 +3,7 @@
 and checked against MuJoCo: nq, nv, build time, worst relative error of rnea, crba, nle, aba
 and passive_torque (rbdgen.runtime.mujoco_bridge), as the README's table.
 
-    python benchmarks/build_mjcf.py [--skip dog,humanoid_CMU] [--states 5]
+    python benchmarks/build_mjcf.py [--skip dog,humanoid_CMU | --only humanoid_CMU] [--states 5]
 
 A script, not a test: pytest never collects it. Needs mujoco, gymnasium, dm_control.
 """
@@ -26,13 +26,17 @@ TOLERANCE = 1e-9
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip", default="", help="comma-separated models not to build: NAME, or PACKAGE:NAME")
+    parser.add_argument("--only", default="", help="comma-separated models to build, all others skipped silently")
     parser.add_argument("--states", type=int, default=5, help="random states compared (default: 5)")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    only = set(filter(None, args.only.split(",")))
     print(f"{cpu_name()}, {os.cpu_count()} cores; cold builds, default functions")
     print("| package | model | nq | nv | build (s) | worst error vs MuJoCo |")
     print("|---|---|---:|---:|---:|---:|")
     for package, name, path in installed_models():
+        if only and not {name, f"{package}:{name}"} & only:
+            continue
         if name in skip or f"{package}:{name}" in skip:
             print(f"| {package} | {name} | | | skipped | |")
             continue

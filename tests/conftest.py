@@ -12,7 +12,10 @@ from helpers import ROBOTS, robot_path
 # frame functions JAX differentiates.
 BRIDGE_ALGORITHMS = ["rnea", "rnea_fext", "nle", "gravity", "crba", "aba", "aba_fext", "fd_crba", "minv",
                      "rnea_derivatives", "aba_derivatives", "eom", "kinetic_energy", "integrate", "jacobians",
-                     "frame_placement", "frame_jacobian_local_world_aligned", "frame_velocity_local"]
+                     "frame_placement", "frame_jacobian_local_world_aligned", "frame_velocity_local",
+                     "frame_velocity_derivatives_local", "frame_acceleration_local", "frame_acceleration_derivatives_local"]
+# and with declared contacts
+BRIDGE_CONTACT_ALGORITHMS = ["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics", "contact_eom"]
 
 BRIDGE_CONTACTS = {"panda": ["panda_hand:3d"]}
 
@@ -28,7 +31,8 @@ def bridge_modules(tmp_path_factory):
         with warnings.catch_warnings():   # Panda's fingers: <mimic> ignored
             warnings.simplefilter("ignore")
             module = rbdgen.build(robot_path(key), out_dir=folder, floating_base=floating,
-                                  algorithms=BRIDGE_ALGORITHMS, contacts=BRIDGE_CONTACTS.get(key))
+                                  algorithms=BRIDGE_ALGORITHMS + (BRIDGE_CONTACT_ALGORITHMS if key in BRIDGE_CONTACTS else []),
+                                  contacts=BRIDGE_CONTACTS.get(key))
             built[key] = (module, rbdgen.load_urdf(robot_path(key), floating_base=floating))
     return built
 

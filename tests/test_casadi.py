@@ -7,9 +7,13 @@ derivatives.
 2. jacobian() of rnea, nle, gravity, aba and fd_crba equals rnea_derivatives / aba_derivatives
    / crba, and central finite differences of the module's function; CasADi's own symbolic
    chain (MX) reaches the same numbers through it.
-3. With quaternions in q there is no Jacobian (CasADi refuses to differentiate), values work;
+3. The functions of a frame (one CasADi function per frame) and of the declared contacts (held
+   rigidly) give the module's values; the Jacobians of frame_placement, frame_velocity,
+   frame_acceleration and contact_dynamics equal the generated derivatives and central finite
+   differences.
+4. With quaternions in q there is no Jacobian (CasADi refuses to differentiate), values work;
    an unknown name is a one-line error.
-4. A trajectory optimization (IPOPT, multiple shooting on aba) through rbdgen's aba reaches the
+5. A trajectory optimization (IPOPT, multiple shooting on aba) through rbdgen's aba reaches the
    optimum it reaches through adam's independent CasADi expressions, in the same iterations.
 """
 
@@ -18,6 +22,7 @@ import pytest
 
 casadi = pytest.importorskip("casadi")
 
+from conftest import BRIDGE_CONTACTS  # noqa: E402
 from helpers import assert_close, bridge_inputs, central_differences  # noqa: E402
 
 REL_TOL = 1e-12          # the same C: values equal to rounding
@@ -50,7 +55,7 @@ def test_values_of_every_function(modules, key):
         if row["per_body"] or row["declared"]:
             continue
         f = module.casadi(name)
-        names = [n for n, _ in row["inputs"]]
+        names = [n for n, _ in row["inputs"] if n != "damping"]   # the contacts held rigidly
         assert f.name_in() == names
         args = [x[n] for n in names]
         ours = getattr(module, name)(*args)
@@ -92,6 +97,93 @@ def test_jacobian_from_generated_derivatives(modules, key, name):
         assert np.abs(block - fd).max() <= FD_TOL * scale, f"{name} d/d{names[k]} against finite differences"
 
 
+def frame_functions(module):
+    """(public name, reference or None) of every function of a frame the module built."""
+    found = []
+    for name, row in module._META["functions"].items():
+        if not row["per_body"]:
+            continue
+        reference = next((r for r in ("local_world_aligned", "world", "local") if name.endswith("_" + r)), None)
+        found.append((name[:-len(reference) - 1] if reference else name, reference))
+    return found
+
+
+def column_major(result):
+    """The module's result (an array or a tuple of arrays) as CasADi stacks it: each output
+    vectorized column by column."""
+    parts = result if isinstance(result, tuple) else (result,)
+    return np.concatenate([np.asarray(p, dtype=float).reshape(p.shape[0], -1).ravel(order="F") if np.ndim(p) > 1
+                           else np.ravel(p) for p in parts])
+
+
+@pytest.mark.parametrize("key", ["ur5", "panda", "solo12"])
+def test_values_of_frame_and_contact_functions(modules, key):
+    """Every function of a frame, on every frame of the module's last body, and of the declared
+    contacts (damping 0), through CasADi equals the module's."""
+    module, model = modules[key]
+    x = bridge_inputs(model, 4)
+    cases = []
+    for frame in module.frames[-2:]:
+        for name, reference in frame_functions(module):
+            states = [n for n, _ in module._META["functions"][name + (f"_{reference}" if reference else "")]["inputs"]
+                      if n != "placement"]
+            given = {"reference": reference} if reference else {}
+            ours = getattr(module, name)(*[x[n] for n in states], frame, **given)
+            cases.append((module.casadi(name, frame=frame, **given), [x[n] for n in states], ours))
+    for name, row in module._META["functions"].items():
+        if row["declared"] and name != "contact_dynamics_derivatives":
+            states = [n for n, _ in row["inputs"] if n != "damping"]
+            given = {"restitution": x["restitution"]} if "restitution" in states else {}
+            ours = getattr(module, name)(*[x[n] for n in states if n != "restitution"], **given)
+            cases.append((module.casadi(name), [x[n] for n in states], ours))
+    assert len(cases) == 2 * len(frame_functions(module)) + (2 if key in BRIDGE_CONTACTS else 0)
+    for f, args, ours in cases:
+        got = f(*args)
+        got = np.concatenate([np.array(g).ravel(order="F") for g in (got if isinstance(got, tuple) else [got])])
+        want = column_major(ours)
+        assert np.abs(got - want).max() <= REL_TOL * max(1.0, np.abs(want).max()), f.name()
+
+
+# function, reference, the states it takes, the module's derivatives (one array per state)
+FRAME_DIFFERENTIATED = {
+    "frame_placement": (None, ("q",), None),
+    "frame_velocity": ("local", ("q", "v"), "frame_velocity_derivatives"),
+    "frame_acceleration": ("local", ("q", "v", "a"), "frame_acceleration_derivatives"),
+}
+
+
+@pytest.mark.parametrize("key, name", [(key, name) for key in ("ur5", "panda") for name in sorted(FRAME_DIFFERENTIATED)]
+                         + [(key, "contact_dynamics") for key in BRIDGE_CONTACTS])
+def test_frame_and_contact_jacobians(modules, key, name):
+    """jacobian() of the frame functions (the last frame) and of contact_dynamics (Panda's
+    declared contact) equals the module's derivative functions and central differences."""
+    module, model = modules[key]
+    x = bridge_inputs(model, 6)
+    frame = module.frames[-1]
+    if name == "contact_dynamics":
+        states, given = ("q", "v", "tau"), {}
+        function = lambda *s: module.contact_dynamics(*s)
+        exact = module.contact_dynamics_derivatives(*[x[n] for n in states])
+        exact = [np.vstack([exact[k], exact[3 + k]]) for k in range(3)]   # qdd over lambda, per state
+    else:
+        reference, states, derivative = FRAME_DIFFERENTIATED[name]
+        given = {"frame": frame, **({"reference": reference} if reference else {})}
+        function = lambda *s: getattr(module, name)(*s, **given)
+        exact = list(getattr(module, derivative)(*[x[n] for n in states], **given)) if derivative else None
+    f = module.casadi(name, **given)
+    args = [x[n] for n in states]
+    outputs = f(*args)
+    blocks = f.jacobian()(*args, *(outputs if isinstance(outputs, tuple) else [outputs]))
+    blocks = [np.array(b) for b in (blocks if isinstance(blocks, tuple) else [blocks])]
+    for k, state in enumerate(states):
+        got = np.vstack(blocks[k::len(states)])    # every output's block for this state
+        fd = central_differences(lambda *s: column_major(function(*s)), args, k)
+        scale = max(1.0, float(np.abs(fd).max()))
+        assert np.abs(got - fd).max() <= FD_TOL * scale, f"{name} d/d{state} against finite differences"
+        if exact is not None:
+            assert np.abs(got - exact[k]).max() <= 1e-12 * scale, f"{name} d/d{state}"
+
+
 def test_symbolic_chain_uses_the_generated_jacobian(modules):
     """A CasADi expression through the function differentiates to the same numbers."""
     module, model = modules["ur5"]
@@ -118,8 +210,16 @@ def test_unknown_function_is_one_line(modules):
     module, _ = modules["ur5"]
     with pytest.raises(ValueError, match="did you mean 'rnea'"):
         module.casadi("rnae")
-    with pytest.raises(ValueError, match="not a function of states"):
-        module.casadi("frame_jacobian_local")
+    with pytest.raises(ValueError, match=r"module.casadi\('frame_jacobian', frame=..., reference=...\)"):
+        module.casadi("frame_jacobian_local_world_aligned")
+    with pytest.raises(ValueError, match="pass frame="):
+        module.casadi("frame_placement")
+    with pytest.raises(ValueError, match="unknown frame 'nowhere'"):
+        module.casadi("frame_velocity", frame="nowhere")
+    with pytest.raises(ValueError, match="reference 'global' is unknown"):
+        module.casadi("frame_velocity", frame=module.frames[-1], reference="global")
+    with pytest.raises(ValueError, match="takes no frame"):
+        module.casadi("rnea", frame=module.frames[-1])
 
 
 def adam_forward_dynamics(urdf, joint_names):

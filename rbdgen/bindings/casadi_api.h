@@ -9,8 +9,13 @@
    nominal outputs, unused), outputs d output / d input for every output (outer) and input
    (inner), each numel(output) x numel(input), from the generated derivative functions.
 
-   The including file defines RBDGEN_CASADI_MAX_IN, _MAX_OUT, _MAX_SOURCES and the table
-   casadi_functions[], then RBDGEN_CASADI(NAME, ROW) for each function. */
+   A function of a frame is one symbol per frame the module serves, NAME_f<index> (index in
+   the module's frame list): its inputs are the states only, the frame's body and placement
+   come from casadi_frames[]. The contacts' functions hold the contacts rigidly (damping 0).
+
+   The including file defines RBDGEN_CASADI_MAX_IN, _MAX_OUT, _MAX_SOURCES, the tables
+   casadi_functions[] and casadi_frames[], then RBDGEN_CASADI(NAME, ROW) for each function of
+   states and RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) for each function of a frame. */
 #ifndef RBDGEN_CASADI_API_H
 #define RBDGEN_CASADI_API_H
 
@@ -26,20 +31,50 @@ typedef long long rbdgen_casadi_int;   /* CasADi's casadi_int */
 #define RBDGEN_CASADI_EXPORT
 #endif
 
+/* Each symbol is a thunk into the shared code below, and the file is compiled without
+   optimization (rbdgen's build, the export's CMakeLists): a humanoid's 800 frame symbols took
+   11 s at -O3 with this code inlined into each, 2.7 s as thunks at -O0. The shared code, which
+   copies the results, is optimized where the compiler allows it per function. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RBDGEN_CASADI_SHARED __attribute__((noinline, optimize("O2")))
+#elif defined(__clang__)
+#define RBDGEN_CASADI_SHARED __attribute__((noinline))
+#else
+#define RBDGEN_CASADI_SHARED
+#endif
+
 typedef void (*rbdgen_casadi_in1)(const double *, double *);
 typedef void (*rbdgen_casadi_in2)(const double *, const double *, double *);
 typedef void (*rbdgen_casadi_in3)(const double *, const double *, const double *, double *);
 typedef void (*rbdgen_casadi_in4)(const double *, const double *, const double *, const double *, double *);
 typedef void (*rbdgen_casadi_in5)(const double *, const double *, const double *, const double *,
                                   const double *, double *);
+/* a function of a frame: the body first */
+typedef void (*rbdgen_casadi_body2)(long, const double *, const double *, double *);
+typedef void (*rbdgen_casadi_body3)(long, const double *, const double *, const double *, double *);
+typedef void (*rbdgen_casadi_body4)(long, const double *, const double *, const double *, const double *, double *);
+
+#define RBDGEN_CASADI_ZEROS (-1)       /* an input of a call that is zero */
+#define RBDGEN_CASADI_PLACEMENT (-2)   /* the frame's placement on its body */
 
 /* A C function of the module called on some of a function's inputs. */
 typedef struct {
     void (*fn)(void);
+    int per_body;                      /* a function of a frame: takes the frame's body first */
     int ninputs;
-    int input[5];                      /* which of the function's inputs, in order (-1: zeros) */
+    int input[5];                      /* which of the function's inputs, in order, or one of the above */
     long out_size;
 } rbdgen_casadi_call_t;
+
+/* A frame the module serves: its body and placement on it (E row-major, then r). */
+typedef struct {
+    long body;
+    double placement[12];
+} rbdgen_casadi_frame_t;
+
+/* How a Jacobian block is made from its source. */
+#define RBDGEN_CASADI_COPY 0       /* the source's rows as they are */
+#define RBDGEN_CASADI_ROTATION 1   /* d vec(R) / dq from the angular rows of a world-aligned Jacobian */
 
 typedef struct {
     rbdgen_casadi_call_t call;         /* the function itself */
@@ -55,6 +90,8 @@ typedef struct {
        numel(i) columns); source -1: zero */
     int block_source[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
     long block_start[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
+    int block_kind[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
+    int rotation_source;                /* ROTATION blocks: the source whose output starts with R */
     const char *jac_in_name[RBDGEN_CASADI_MAX_IN + RBDGEN_CASADI_MAX_OUT];
     const char *jac_out_name[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN];
     rbdgen_casadi_int jac_sparsity[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN][3];
@@ -67,12 +104,23 @@ static long rbdgen_casadi_numel(const rbdgen_casadi_int *sparsity)
     return (long)(sparsity[0] * sparsity[1]);
 }
 
-/* Calls `c` on the function's inputs `arg` (NULL: the zeros at `zeros`), into `out`. */
-static void rbdgen_casadi_run(const rbdgen_casadi_call_t *c, const double **arg, const double *zeros, double *out)
+/* Calls `c` on the function's inputs `arg` (NULL: the zeros at `zeros`), for `frame` (NULL
+   for a function of states), into `out`. */
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_run(const rbdgen_casadi_call_t *c, const rbdgen_casadi_frame_t *frame, const double **arg,
+                              const double *zeros, double *out)
 {
     const double *in[5] = { 0 };
     for (int k = 0; k < c->ninputs; ++k)
-        in[k] = c->input[k] >= 0 && arg[c->input[k]] ? arg[c->input[k]] : zeros;
+        in[k] = c->input[k] == RBDGEN_CASADI_PLACEMENT ? frame->placement
+              : c->input[k] >= 0 && arg[c->input[k]] ? arg[c->input[k]] : zeros;
+    if (c->per_body) {
+        switch (c->ninputs) {
+        case 2: ((rbdgen_casadi_body2)c->fn)(frame->body, in[0], in[1], out); break;
+        case 3: ((rbdgen_casadi_body3)c->fn)(frame->body, in[0], in[1], in[2], out); break;
+        default: ((rbdgen_casadi_body4)c->fn)(frame->body, in[0], in[1], in[2], in[3], out); break;
+        }
+        return;
+    }
     switch (c->ninputs) {
     case 1: ((rbdgen_casadi_in1)c->fn)(in[0], out); break;
     case 2: ((rbdgen_casadi_in2)c->fn)(in[0], in[1], out); break;
@@ -83,31 +131,49 @@ static void rbdgen_casadi_run(const rbdgen_casadi_call_t *c, const double **arg,
 }
 
 /* A rows x cols row-major block into CasADi's column-major storage. */
-static void rbdgen_casadi_transpose(const double *from, long rows, long cols, double *to)
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_transpose(const double *from, long rows, long cols, double *to)
 {
     for (long j = 0; j < cols; ++j)
         for (long i = 0; i < rows; ++i)
             to[j * rows + i] = from[i * cols + j];
 }
 
-static int rbdgen_casadi_eval(const rbdgen_casadi_function_t *f, const double **arg, double **res, double *w)
+/* d vec(R) / dq_j = vec(skew(w_j) R), column-major as CasADi stores R: w_j is column j of the
+   angular rows `angular` (3 x cols, row-major) of the frame's world-aligned Jacobian, R
+   row-major (frame -> world). The Jacobian block is column-major, 9 x cols. */
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_rotation(const double *angular, long cols, const double *R, double *to)
+{
+    for (long j = 0; j < cols; ++j) {
+        const double wx = angular[j], wy = angular[cols + j], wz = angular[2 * cols + j];
+        for (int c = 0; c < 3; ++c) {
+            const double r0 = R[c], r1 = R[3 + c], r2 = R[6 + c];   /* column c of R */
+            to[j * 9 + c * 3 + 0] = wy * r2 - wz * r1;
+            to[j * 9 + c * 3 + 1] = wz * r0 - wx * r2;
+            to[j * 9 + c * 3 + 2] = wx * r1 - wy * r0;
+        }
+    }
+}
+
+RBDGEN_CASADI_SHARED static int rbdgen_casadi_eval(const rbdgen_casadi_function_t *f, const rbdgen_casadi_frame_t *frame,
+                              const double **arg, double **res, double *w)
 {
     double *zeros = w + f->work - f->zeros;
     memset(zeros, 0, (size_t)f->zeros * sizeof(double));
-    rbdgen_casadi_run(&f->call, arg, zeros, w);
+    rbdgen_casadi_run(&f->call, frame, arg, zeros, w);
     for (int o = 0; o < f->n_out; ++o)
         if (res[o])
             rbdgen_casadi_transpose(w + f->out_start[o], f->out_sparsity[o][0], f->out_sparsity[o][1], res[o]);
     return 0;
 }
 
-static int rbdgen_casadi_jacobian(const rbdgen_casadi_function_t *f, const double **arg, double **res, double *w)
+RBDGEN_CASADI_SHARED static int rbdgen_casadi_jacobian(const rbdgen_casadi_function_t *f, const rbdgen_casadi_frame_t *frame,
+                                  const double **arg, double **res, double *w)
 {
     double *zeros = w + f->work - f->zeros;
     long offset[RBDGEN_CASADI_MAX_SOURCES + 1] = { 0 };
     memset(zeros, 0, (size_t)f->zeros * sizeof(double));
     for (int s = 0; s < f->n_sources; ++s) {
-        rbdgen_casadi_run(&f->source[s], arg, zeros, w + offset[s]);
+        rbdgen_casadi_run(&f->source[s], frame, arg, zeros, w + offset[s]);
         offset[s + 1] = offset[s] + f->source[s].out_size;
     }
     for (int o = 0; o < f->n_out; ++o)
@@ -116,15 +182,18 @@ static int rbdgen_casadi_jacobian(const rbdgen_casadi_function_t *f, const doubl
             const long rows = rbdgen_casadi_numel(f->out_sparsity[o]), cols = rbdgen_casadi_numel(f->in_sparsity[i]);
             if (to == NULL)
                 continue;
-            if (f->block_source[o][i] < 0)
+            const int s = f->block_source[o][i];
+            if (s < 0)
                 memset(to, 0, (size_t)(rows * cols) * sizeof(double));
+            else if (f->block_kind[o][i] == RBDGEN_CASADI_ROTATION)
+                rbdgen_casadi_rotation(w + offset[s] + f->block_start[o][i], cols, w + offset[f->rotation_source], to);
             else
-                rbdgen_casadi_transpose(w + offset[f->block_source[o][i]] + f->block_start[o][i], rows, cols, to);
+                rbdgen_casadi_transpose(w + offset[s] + f->block_start[o][i], rows, cols, to);
         }
     return 0;
 }
 
-static void rbdgen_casadi_work(const rbdgen_casadi_function_t *f, int jacobian, rbdgen_casadi_int *sz_arg,
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_work(const rbdgen_casadi_function_t *f, int jacobian, rbdgen_casadi_int *sz_arg,
                                rbdgen_casadi_int *sz_res, rbdgen_casadi_int *sz_iw, rbdgen_casadi_int *sz_w)
 {
     if (sz_arg) *sz_arg = jacobian ? f->n_in + f->n_out : f->n_in;
@@ -135,7 +204,7 @@ static void rbdgen_casadi_work(const rbdgen_casadi_function_t *f, int jacobian, 
 
 /* The symbols of one function, or (JAC) of its Jacobian jac_NAME: a function without
    derivatives has no jac_ symbols, and CasADi then refuses to differentiate it. */
-#define RBDGEN_CASADI_SYMBOLS(NAME, F, JAC)                                                                    \
+#define RBDGEN_CASADI_SYMBOLS(NAME, F, FRAME, JAC)                                                                    \
     RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_in(void)                                                   \
     { return JAC ? (F)->n_in + (F)->n_out : (F)->n_in; }                                                       \
     RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_out(void)                                                  \
@@ -157,10 +226,13 @@ static void rbdgen_casadi_work(const rbdgen_casadi_function_t *f, int jacobian, 
     RBDGEN_CASADI_EXPORT int NAME(const double **arg, double **res, rbdgen_casadi_int *iw, double *w, int mem)  \
     {                                                                                                          \
         (void)iw; (void)mem;                                                                                   \
-        return JAC ? rbdgen_casadi_jacobian(F, arg, res, w) : rbdgen_casadi_eval(F, arg, res, w);              \
+        return JAC ? rbdgen_casadi_jacobian(F, FRAME, arg, res, w) : rbdgen_casadi_eval(F, FRAME, arg, res, w); \
     }
 
-#define RBDGEN_CASADI(NAME, ROW) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], 0)
-#define RBDGEN_CASADI_JACOBIAN(NAME, ROW) RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], 1)
+#define RBDGEN_CASADI(NAME, ROW) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], 0, 0)
+#define RBDGEN_CASADI_JACOBIAN(NAME, ROW) RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], 0, 1)
+#define RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 0)
+#define RBDGEN_CASADI_FRAME_JACOBIAN(NAME, ROW, FRAME) \
+    RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 1)
 
 #endif

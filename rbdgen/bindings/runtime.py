@@ -484,31 +484,64 @@ def contact_inertia(q, contacts=None, out=None, threads=0):
     G, _ = _constraints(q, None, contacts, gamma=False)
     return G @ minv(q) @ G.T
 
-def casadi(function):
-    """The generated C function `function` (one of `operation_counts` that takes states, not a
-    frame) as a casadi.Function: named inputs and outputs in this module's shapes (vectors are
-    columns), evaluated by the compiled C through CasADi's external-function interface.
+def casadi(function, frame=None, reference=None):
+    """The generated C function `function` as a casadi.Function: named inputs and outputs in
+    this module's shapes (vectors are columns), evaluated by the compiled C through CasADi's
+    external-function interface. `function`: any function of states (`operation_counts`), a
+    function of a frame with `frame` (a name or index in `frames`; `reference` as the module's
+    function takes it: frame_placement, frame_jacobian, frame_velocity, frame_acceleration,
+    frame_classical_acceleration and their derivatives), or a function of the declared
+    contacts (contact_dynamics, impulse_dynamics, contact_jacobian, contact_gamma,
+    contact_inertia, contact_eom), which hold the contacts rigidly (damping 0) and have no
+    pivots output. The CasADi function's inputs are the states only.
 
     Its jacobian() comes from the generated derivatives, not from finite differences or CasADi's
-    AD, for rnea (rnea_derivatives, and M for d/da), nle, gravity, aba and fd_crba
-    (aba_derivatives: d/dtau = M^-1), when they were built and q is its own tangent space (no
-    free-flyer or spherical joint). With quaternions in q, the derivative functions give d/dq in
-    the tangent space (size nv), which is not the derivative in q's nq coordinates that CasADi
-    would take it for; there the function has no Jacobian (CasADi says so), and an optimizer
-    works in the tangent space: decision variables dq with q = integrate(q0, dq), and
-    rnea_derivatives / aba_derivatives as casadi functions of their own for d/d(dq) at dq = 0.
-    Needs the casadi package (pip install "rbdgen[casadi]").
+    AD, when they were built and q is its own tangent space (no free-flyer or spherical joint):
+    rnea (rnea_derivatives, and M for d/da), nle, gravity, aba and fd_crba (aba_derivatives:
+    d/dtau = M^-1), contact_dynamics (contact_dynamics_derivatives), frame_placement
+    (frame_jacobian in local_world_aligned: dR/dq_j = [omega_j]x R), frame_velocity and
+    frame_acceleration (frame_velocity_derivatives / frame_acceleration_derivatives in the same
+    reference). Other functions have no Jacobian (CasADi says so when asked).
+
+    With quaternions in q, the derivative functions give d/dq in the tangent space (size nv),
+    which is not the derivative in q's nq coordinates that CasADi would take it for; there no
+    function has a Jacobian, and an optimizer works in the tangent space: decision variables
+    dq with q = integrate(q0, dq), and rnea_derivatives / aba_derivatives as casadi functions
+    of their own for d/d(dq) at dq = 0. Needs the casadi package (pip install "rbdgen[casadi]").
     """
     try:
         import casadi as _casadi
     except ImportError:
         raise ImportError("casadi is not installed: pip install casadi (or rbdgen[casadi])") from None
+    kinds = {"frame_placement": None, **{f"frame_{k}": "local_world_aligned" if k == "jacobian" else "local"
+                                         for k in _KINDS}}
+    if function in kinds:
+        if frame is None:
+            raise ValueError(f"{function} is a function of a frame: pass frame= (a name or index in `frames`)")
+        fname = function if kinds[function] is None else f"{function}_{reference or kinds[function]}"
+        if reference is not None and (kinds[function] is None or reference not in _REFERENCES):
+            raise ValueError(f"reference {reference!r} is unknown for {function}"
+                             + (f"; use one of {', '.join(_REFERENCES)}" if kinds[function] else " (it has none)"))
+        if fname not in _NAMES:
+            raise ValueError(f"this module was built without {fname}; rebuild it with that function")
+        _frame(frame)   # the one-line error for an unknown frame
+        index = frame if not isinstance(frame, str) else frames.index(frame)
+        body = _FRAME_TABLE[frames[index]][0]
+        if body not in (_META["functions"][fname]["bodies"] or ()):
+            raise ValueError(f"frame {frames[index]!r} is on the world, not on a moving body: its {function} "
+                             "does not depend on the state")
+        return _casadi.external(f"{_META['module']}_{fname}_f{index}", _ext.__file__)
+    if frame is not None or reference is not None:
+        raise ValueError(f"{function!r} is not a function of a frame: it takes no frame or reference")
     spec = _TABLE.get(function)
-    if spec is None or spec.per_body or spec.public != function:
+    if spec is not None and spec.per_body:
+        kind = max((k for k in kinds if function.startswith(k + "_")), key=len, default="frame_placement")
+        raise ValueError(f"{function!r} is a function of a frame: module.casadi({kind!r}, frame=...{', reference=...' if kinds[kind] else ''})")
+    if spec is None:
         import difflib
-        choices = sorted(n for n, s in _TABLE.items() if s.public == n)
+        choices = sorted(n for n, s in _TABLE.items() if not s.per_body) + sorted(kinds)
         close = difflib.get_close_matches(str(function), choices, n=3)
-        raise ValueError(f"{function!r} is not a function of states of this module"
+        raise ValueError(f"{function!r} is not a function of this module"
                          f"{'; did you mean ' + ', '.join(map(repr, close)) + '?' if close else ''} "
                          f"(it has {', '.join(choices)})")
     return _casadi.external(f"{_META['module']}_{function}", _ext.__file__)

@@ -39,6 +39,9 @@ from .render import (function_data, kernels_header_name, render_batch, render_ca
 # C (M[j, i] from M[i, j]), so one build gives one answer per expression and M is exactly
 # symmetric on any CPU. -ffp-contract=off measured 7-15 % slower (Panda rnea, crba, aba).
 OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
+# The CasADi interface: thousands of small symbols (one set per function and frame), not worth
+# optimizing; its shared code optimizes itself (casadi_api.h)
+GLUE_FLAGS = ["-O0", "-fPIC", "-std=gnu11"]
 
 
 def _noop(message):
@@ -387,10 +390,11 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
     casadi_source = os.path.join(work, f"{prefix}_casadi.c")
     with open(casadi_source, "w") as f:
-        f.write(render_casadi(module, header, api, datas, model.nq == model.nv))
+        f.write(render_casadi(module, header, api, datas, model.nq == model.nv,
+                              [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
     objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
                                                            compile_source(info_source, flags, work),
-                                                           compile_source(casadi_source, flags, work)]
+                                                           compile_source(casadi_source, GLUE_FLAGS, work)]
     # The Python binding is one fixed file that reads model.json; points and contacts run on
     # NumPy, in the very file the reference uses.
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))

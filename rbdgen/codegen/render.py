@@ -280,69 +280,114 @@ def point_kinds(functions):
     return kinds
 
 
-# The Jacobians of the CasADi functions, from the generated derivatives: per function, per
-# input, (derivative function, its part); the first choice whose functions are all built.
-# rnea_derivatives with a (or v and a) zero gives nle's and gravity's.
+# The Jacobians of the CasADi functions, from the generated derivatives: per function, the
+# choices in order (the first whose functions are all built wins); a choice gives, per output
+# (None: the function's only one) and input, (derivative function, its part, first row of the
+# part, how the block is made). rnea_derivatives with a (or v and a) zero gives nle's and
+# gravity's; a frame's placement differentiates through its world-aligned Jacobian.
+def _blocks(source, **parts):
+    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
+
+
+_RIGID = ("qdd", "multipliers")
 CASADI_JACOBIANS = {
-    "rnea": ({"q": ("rnea_derivatives", "dtau_dq"), "v": ("rnea_derivatives", "dtau_dv"), "a": ("crba", None)},),
-    "nle": ({"q": ("rnea_derivatives", "dtau_dq"), "v": ("rnea_derivatives", "dtau_dv")},),
-    "gravity": ({"q": ("gravity_derivatives", None)}, {"q": ("rnea_derivatives", "dtau_dq")}),
-    "aba": ({"q": ("aba_derivatives", "ddq_dq"), "v": ("aba_derivatives", "ddq_dv"),
-             "tau": ("aba_derivatives", "ddq_dtau")},),
-    "fd_crba": ({"q": ("aba_derivatives", "ddq_dq"), "v": ("aba_derivatives", "ddq_dv"),
-                 "tau": ("aba_derivatives", "ddq_dtau")},),
+    "rnea": ({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"), "v": ("rnea_derivatives", "dtau_dv", 0, "copy"),
+                     "a": ("crba", None, 0, "copy")}},),
+    "nle": (_blocks("rnea_derivatives", q="dtau_dq", v="dtau_dv"),),
+    "gravity": (_blocks("gravity_derivatives", q=None), _blocks("rnea_derivatives", q="dtau_dq")),
+    "aba": (_blocks("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
+    "fd_crba": (_blocks("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
+    "contact_dynamics": ({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
+                          "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
+                                          for x in ("q", "v", "tau")}},),
+    "frame_placement": ({"R": {"q": ("frame_jacobian_local_world_aligned", None, 3, "rotation")},
+                         "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},),
 }
+for _reference in REFERENCE_FRAMES:
+    CASADI_JACOBIANS[f"frame_velocity_{_reference}"] = (
+        _blocks(f"frame_velocity_derivatives_{_reference}", q="dv_dq", v="dv_dv"),)
+    CASADI_JACOBIANS[f"frame_acceleration_{_reference}"] = (
+        _blocks(f"frame_acceleration_derivatives_{_reference}", q="da_dq", v="da_dv", a="da_da"),)
+
+# Inputs the CasADi functions of the contacts hold at zero (rigid contacts: a Jacobian with
+# respect to the damping is not generated) and outputs they leave out (the pivots).
+CASADI_HELD = ("damping",)
+CASADI_DROPPED = ("pivots",)
 
 
-def casadi_symbol(module, name):
-    """The name of a function in CasADi (and of its symbol in the library)."""
-    return f"{module}_{name}"
+def casadi_symbol(module, name, frame=None):
+    """The name of a function in CasADi (and of its symbol in the library); a function of a
+    frame has one per frame, by the frame's index in the module's list."""
+    return f"{module}_{name}" if frame is None else f"{module}_{name}_f{frame}"
 
 
-def render_casadi(module, header, api, functions, tangent_is_q):
-    """CasADi's external interface of every function of states, with Jacobians where
-    CASADI_JACOBIANS finds the derivatives built (only when q is its own tangent space: with
-    quaternions, d/dq of the derivative functions is not the derivative in q's coordinates)."""
+def render_casadi(module, header, api, functions, tangent_is_q, frames):
+    """CasADi's external interface of every function: of states, of the declared contacts, and
+    of each frame served (frames: [(name, body, placement entries)] in the module's order),
+    with Jacobians where CASADI_JACOBIANS finds the derivatives built (only when q is its own
+    tangent space: with quaternions, d/dq of the derivative functions is not the derivative in
+    q's coordinates)."""
     by_name = {fn["name"]: fn for fn in functions}
-    rows = []
+    rows, symbols = [], []
     for fn in functions:
-        if not fn["direct"]:
-            continue
-        names = [x["name"] for x in fn["inputs"]]
-        inputs = [{"name": n, "sparsity": [x["size"], 1, 1]} for n, x in zip(names, fn["inputs"])]
-        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["parts"]] or \
-            [{"name": fn["name"], "start": 0, "sparsity": _matrix(fn["shape"])}]
-        choice = next((c for c in CASADI_JACOBIANS.get(fn["name"], ()) if tangent_is_q and
-                       all(source in by_name for source, _ in c.values())), None) if len(outputs) == 1 else None
-        sources, block_source, block_start = [], [[-1] * len(inputs)], [[0] * len(inputs)]
-        for i, n in enumerate(names):
-            if choice is None or n not in choice:
-                continue
-            source, part = choice[n]
+        names = [x["name"] for x in fn["inputs"] if x["name"] not in ("placement",) + CASADI_HELD]
+        inputs = [{"name": x["name"], "sparsity": [x["size"], 1, 1]} for x in fn["inputs"] if x["name"] in names]
+        parts = [[0, 9, [3, 3], "R"], [9, 12, [3], "p"]] if fn["name"] == "frame_placement" else fn["entry_parts"]
+        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in parts if p[3] not in CASADI_DROPPED]
+        choice = next((c for c in CASADI_JACOBIANS.get(fn["name"], ()) if tangent_is_q and all(
+            source in by_name for blocks in c.values() for source, *_ in blocks.values())), None)
+        sources = []
+
+        def source_index(source):
             if source not in [s["name"] for s in sources]:
-                src = by_name[source]
-                sources.append({"name": source, "cname": src["cname"], "out_size": src["out_size"],
-                                "inputs": [names.index(x["name"]) if x["name"] in names else -1
-                                           for x in src["inputs"]]})
-            block_source[0][i] = [s["name"] for s in sources].index(source)
-            block_start[0][i] = next(p[0] for p in by_name[source]["parts"] if p[3] == part) if part else 0
+                sources.append(_casadi_call(by_name[source], names))
+            return [s["name"] for s in sources].index(source)
+
+        block_source = [[-1] * len(inputs) for _ in outputs]
+        block_start = [[0] * len(inputs) for _ in outputs]
+        block_kind = [[0] * len(inputs) for _ in outputs]
+        rotation_source = 0
+        for o, output in enumerate(outputs):
+            for i, n in enumerate(names):
+                if choice is None or n not in choice.get(None if len(outputs) == 1 else output["name"], {}):
+                    continue
+                source, part, row, how = choice[None if len(outputs) == 1 else output["name"]][n]
+                block_source[o][i] = source_index(source)
+                first = next(p[0] for p in by_name[source]["parts"] if p[3] == part) if part else 0
+                block_start[o][i] = first + row * inputs[i]["sparsity"][0]
+                block_kind[o][i] = {"copy": 0, "rotation": 1}[how]
+                if how == "rotation":
+                    rotation_source = source_index(fn["name"])
         size = lambda sparsity: sparsity[0] * sparsity[1]
         jac_out = [(o, x) for o in outputs for x in inputs]
+        zeros = max([x["sparsity"][0] for x in inputs] + [x["size"] for x in fn["inputs"]])
+        row = len(rows)
         rows.append({
-            "symbol": casadi_symbol(module, fn["name"]),
-            "call": {"cname": fn["cname"], "inputs": list(range(len(inputs))), "out_size": fn["out_size"]},
-            "inputs": inputs, "outputs": outputs, "sources": sources,
-            "block_source": block_source if sources else [[-1] * len(inputs) for _ in outputs],
-            "block_start": block_start if sources else [[0] * len(inputs) for _ in outputs],
+            "call": _casadi_call(fn, names), "inputs": inputs, "outputs": outputs, "sources": sources,
+            "block_source": block_source, "block_start": block_start, "block_kind": block_kind,
+            "rotation_source": rotation_source,
             "jac_in_names": names + ["out_" + o["name"] for o in outputs],
             "jac_out_names": [f"jac_{o['name']}_{x['name']}" for o, x in jac_out],
             "jac_sparsity": [[size(o["sparsity"]), size(x["sparsity"]), 1] for o, x in jac_out],
-            "zeros": max(x["sparsity"][0] for x in inputs),
-            "work": max(fn["out_size"], sum(s["out_size"] for s in sources)) + max(x["sparsity"][0] for x in inputs)})
+            "zeros": zeros, "work": max(fn["out_size"], sum(s["out_size"] for s in sources)) + zeros})
+        served = [k for k, (_, body, _) in enumerate(frames) if body in (fn["bodies"] or ())] if fn["per_body"] \
+            else [None]
+        symbols += [{"symbol": casadi_symbol(module, fn["name"], k), "row": row, "frame": k, "jacobian": bool(sources)}
+                    for k in served]
     return template("casadi.c.j2").render(
-        version=__version__, module=module, header=header, api=api, functions=rows,
+        version=__version__, header=header, api=api, functions=rows, symbols=symbols,
+        frames=[{"body": int(body), "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames],
         max_in=max([1] + [len(r["inputs"]) for r in rows]), max_out=max([1] + [len(r["outputs"]) for r in rows]),
         max_sources=max([1] + [len(r["sources"]) for r in rows]))
+
+
+def _casadi_call(fn, names):
+    """A C function of the module as the CasADi table calls it: which of the CasADi function's
+    inputs (`names`) it reads, in its own order; the placement is the frame's, held inputs zero."""
+    where = lambda x: "RBDGEN_CASADI_PLACEMENT" if x == "placement" else \
+        str(names.index(x)) if x in names else "RBDGEN_CASADI_ZEROS"
+    return {"name": fn["name"], "cname": fn["cname"], "per_body": int(bool(fn["per_body"])),
+            "inputs": [where(x["name"]) for x in fn["inputs"]], "out_size": fn["out_size"]}
 
 
 def _matrix(shape):
