@@ -1,5 +1,7 @@
 """Straight-line programs -> C source and header, through Jinja2 templates (data only)."""
 
+import re
+
 import jinja2
 
 from .. import __version__
@@ -122,6 +124,7 @@ def kernel_data(program, part_statements):
                               "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot]})
             else:
                 lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
+                              "constant": not st.expr.free_symbols,
                               "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
         rendered.append(lines)
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
@@ -146,8 +149,15 @@ def kernel_data(program, part_statements):
             first[e] = k
             outputs.append((k, final.expression(e)))
     zeros = [k for k, e in enumerate(program.outputs) if e == 0]
-    return dict(parts=rendered, unused=unused, workspace=len(slot), outputs=outputs, copies=copies, zero_outputs=len(zeros),
+    # The program runs on vectors of states too (rbdgen_lanes) when its expressions are
+    # arithmetic and square roots: a conditional (IfLess) or another function has no vector form.
+    texts = [line.get("expr", "") for lines in rendered for line in lines] + [v for _, v in outputs]
+    lanes = not any("?" in t or set(_CALLED.findall(t)) - {"sqrt"} for t in texts)
+    return dict(parts=rendered, lanes=lanes, unused=unused, workspace=len(slot), outputs=outputs, copies=copies, zero_outputs=len(zeros),
                 zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
+
+
+_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
@@ -205,7 +215,8 @@ def render_function(module, fn):
 
 
 def render_batch(module, header, functions):
-    return template("batch.c.j2").render(version=__version__, module=module, header=header, functions=functions)
+    return template("batch.c.j2").render(version=__version__, module=module, kernels_header=kernels_header_name(module),
+                                         functions=functions)
 
 
 def render_info(module, header, info, frames):

@@ -1,0 +1,73 @@
+"""Batches run each program on vectors of states (RBDGEN_LANES a time, rbdgen_<robot>_kernels.h):
+the same operations in the same order as one state's program, so the same numbers, up to the
+last bit where the compiler fuses a multiply-add differently in the two.
+
+1. Every function of states and of the declared contacts, on a batch whose size is not a
+   multiple of the lanes (the last states go one by one), equals its single calls, on UR5,
+   Panda (a declared contact) and Solo12 (a free-flyer: square roots, quaternions).
+2. The vector program is there: the C of rnea, crba, aba and aba_derivatives (long enough to
+   be cut into parts) has it; a program with a conditional (integrate's series) keeps the
+   state-by-state loop.
+3. Threads split the batch by blocks of lanes: two threads give one thread's numbers.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from helpers import bridge_inputs
+
+EPS = np.finfo(float).eps
+LANES_TOL = 8 * EPS          # relative to the largest entry of the state's output
+BATCH = 19                   # two blocks of 8 (or four of 4) and three states one by one
+
+
+def batch_inputs(model, names, count):
+    rows = [bridge_inputs(model, 100 + k) for k in range(count)]
+    return [np.array([r[n] for r in rows]) if n not in ("dt", "restitution", "damping") else rows[0][n]
+            for n in names]
+
+
+@pytest.mark.parametrize("key", ["ur5", "panda", "solo12"])
+def test_batch_equals_single_calls(bridge_modules, key):
+    module, model = bridge_modules[key]
+    checked = 0
+    for name, row in module._META["functions"].items():
+        if row["per_body"]:
+            continue
+        names = [n for n, _ in row["inputs"]]
+        function = getattr(module, ("_declared_" if row["declared"] else "") + name)
+        args = batch_inputs(model, names, BATCH)
+        batch = function(*args, threads=1)
+        batch = np.concatenate([np.reshape(p, (BATCH, -1)) for p in batch], axis=1) if isinstance(batch, tuple) \
+            else np.reshape(batch, (BATCH, -1))
+        for k in range(BATCH):
+            one = function(*[a[k] if isinstance(a, np.ndarray) and a.ndim == 2 else a for a in args])
+            one = np.concatenate([np.ravel(p) for p in one]) if isinstance(one, tuple) else np.ravel(one)
+            scale = max(np.abs(one).max(initial=0.0), 1e-300)
+            assert np.abs(batch[k] - one).max() <= LANES_TOL * scale, f"{name}, state {k}"
+        checked += 1
+    assert checked >= 15
+
+
+def c_source(module, name):
+    folder = os.path.dirname(module.__file__)
+    with open(os.path.join(folder, f"rbdgen_{module._META['module']}_{name}.c")) as f:
+        return f.read()
+
+
+def test_programs_run_on_vectors_of_states(bridge_modules):
+    module, _ = bridge_modules["panda"]
+    for name in ("rnea", "crba", "aba", "aba_derivatives"):
+        source = c_source(module, name)
+        assert "rbdgen_lanes q[9];" in source, name
+    assert "_lanes_part1(" in c_source(module, "aba_derivatives")
+    solo, _ = bridge_modules["solo12"]
+    assert "rbdgen_lanes q[" not in c_source(solo, "integrate")   # its series below a threshold: a conditional
+
+
+def test_threads_split_the_batch_by_blocks(bridge_modules):
+    module, model = bridge_modules["panda"]
+    args = batch_inputs(model, ["q", "v", "tau"], 45)
+    assert np.array_equal(module.aba(*args, threads=1), module.aba(*args, threads=2))
