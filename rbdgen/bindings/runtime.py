@@ -528,8 +528,8 @@ def casadi(function, frame=None, reference=None):
         index = frame if not isinstance(frame, str) else frames.index(frame)
         body = _FRAME_TABLE[frames[index]][0]
         if body not in (_META["functions"][fname]["bodies"] or ()):
-            raise ValueError(f"frame {frames[index]!r} is on the world, not on a moving body: its {function} "
-                             "does not depend on the state")
+            raise ValueError(f"frame {frames[index]!r}: this build has no {fname} program for its body; "
+                             "rebuild with the frame served (rbdgen build --frames)")
         return _casadi.external(f"{_META['module']}_{fname}_f{index}", _ext.__file__)
     if frame is not None or reference is not None:
         raise ValueError(f"{function!r} is not a function of a frame: it takes no frame or reference")
