@@ -1,9 +1,9 @@
 """Spatial algebra (seed 000 §3 and §7.3), written for scalars of any type.
 
 Every entry is a plain scalar: a float for the reference, a NumPy array of shape (B,) for
-batches, or a SymPy expression for the generator. Nothing here branches on values, so the
+batches, or a symbolic expression (rbdgen.codegen.expr) for the generator. Nothing here branches on values, so the
 same algorithm code runs on all three. Exact zeros and ones are Python ints (the model
-snaps them), which SymPy folds away: that is how sparsity prunes the generated code.
+snaps them), which the symbolic run folds away: that is how sparsity prunes the generated code.
 
 Conventions are Featherstone's: spatial vectors are [angular; linear]. A transform
 X = (E, r) maps motion vectors from frame A to frame B, where E rotates A coordinates into
@@ -367,7 +367,7 @@ def matrix_apply(M, m):
 
 
 def sum_terms(terms):
-    """sum() that starts from the int 0, so SymPy and NumPy scalars stay what they are."""
+    """sum() that starts from the int 0, so symbolic and NumPy scalars stay what they are."""
     total = 0
     for t in terms:
         total = total + t

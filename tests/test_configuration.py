@@ -22,14 +22,15 @@ import mpmath
 import numpy as np
 import pinocchio as pin
 import pytest
-import sympy as sp
 
 from helpers import (robot_model, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, assert_close, pinocchio_model,
                      random_configuration, to_pinocchio_q)
 from rbdgen.algorithms import configuration
 from rbdgen.codegen.cprinter import SlotPrinter, slot_map
 from rbdgen.codegen.optimize import optimize
-from rbdgen.codegen.recorder import SinCos, record
+from rbdgen.codegen import expr as symbolic
+from rbdgen.codegen.evaluate import evaluate as evaluate_program
+from rbdgen.codegen.recorder import Program, SinCos, record
 from rbdgen.runtime.reference import OPS
 from trees import ALL_JOINT_TYPES, random_tree
 
@@ -45,7 +46,7 @@ FD_TOL = 1e-8
 REL_TOL_SCALAR = 2e-15
 # a batch against the same states one by one (NumPy's and libm's sin may differ by an ulp)
 REL_TOL_BATCH = 1e-14
-# the recorded program evaluated in SymPy Floats (53 bits, other rounding) against the numeric run
+# the recorded program evaluated in doubles (another order of operations) against the numeric run
 REL_TOL_SYMBOLIC = 1e-12
 # a 0/0, x/0, NaN or overflow in a batch raises (an underflow to 0 is harmless)
 NUMPY_ERRORS_RAISE = dict(divide="raise", invalid="raise", over="raise")
@@ -308,11 +309,12 @@ def test_scalar_functions_against_mpmath(name):
 
 
 def test_if_less_evaluates_and_prints():
-    x, y = sp.symbols("x y", real=True)
-    expr = configuration.IfLess(x * x, 1e-6, 1 + x, y / x)
-    assert float(expr.xreplace({x: sp.Float(0.0)})) == 1.0
-    assert float(expr.xreplace({x: sp.Float(2.0), y: sp.Float(3.0)})) == 1.5
-    assert configuration.IfLess(x, 0, y, y) == y
+    x, y = symbolic.Symbol("q_0"), symbolic.Symbol("q_1")
+    expr = symbolic.if_less(x * x, 1e-6, 1 + x, y / x)
+    program = Program({"q": [x, y]}, [], [expr], (1,))
+    assert evaluate_program(program, {"q": np.array([[0.0, 0.0], [2.0, 3.0]])}).tolist() == [[1.0], [1.5]]
+    assert symbolic.if_less(x, 0, y, y) == y
+    assert symbolic.if_less(0.5, 1, x, y) == x
     text = SlotPrinter({x: "q[0]", y: "q[1]"}).expression(expr)
     assert text.startswith("((q[0]*q[0]) < 1e-06 ? ") and text.count("?") == 1, text
 
@@ -320,15 +322,8 @@ def test_if_less_evaluates_and_prints():
 # ========================================================================== symbolic path ===
 
 def evaluate(program, values):
-    """Run a recorded straight-line program on numbers (SymPy Floats)."""
-    env = {sym: sp.Float(float(x)) for name, syms in program.inputs.items() for sym, x in zip(syms, values[name])}
-    for st in program.statements:
-        if isinstance(st, SinCos):
-            arg = float(st.arg.xreplace(env))
-            env[st.sin], env[st.cos] = sp.Float(math.sin(arg)), sp.Float(math.cos(arg))
-        else:
-            env[st.target] = sp.Float(float(st.expr.xreplace(env)))
-    return np.array([float(sp.sympify(e).xreplace(env)) for e in program.outputs])
+    """Run a recorded straight-line program on numbers (doubles, in the order of its C)."""
+    return evaluate_program(program, {name: np.atleast_2d(np.asarray(x, dtype=float)) for name, x in values.items()})[0]
 
 
 @pytest.mark.parametrize("key", list(TREES))

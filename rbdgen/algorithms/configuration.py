@@ -17,15 +17,16 @@ Each joint model supplies its own pair (JointModel.integrate / difference, rbdge
 joints.py) from the group operations below. The coefficients with a removable singularity
 at angle 0 (sin t / t, (t - sin t) / t^3, the logarithm's) are written once for every kind
 of scalar: `_select` takes a series below a threshold and the closed form above, as a
-SymPy expression (IfLess, printed as a C conditional), a float, or a NumPy batch.
+symbolic expression (IfLess, printed as a C conditional), a float, or a NumPy batch.
 """
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-import sympy as sp
 
+from ..codegen import expr as symbolic
 from ..spatial import cross3, dot3, matTvec3, matvec3, quaternion_to_rotation
 
 # ---------------------------------------------------------------- the algorithms ---------
@@ -215,27 +216,10 @@ def _rotation_log(ops, e):
 
 
 # ---------------------------------------------------------------- scalar functions -------
-# Each works on floats, NumPy batches and SymPy expressions alike (dispatch on the type of
+# Each works on floats, NumPy batches and symbolic expressions alike (dispatch on the type of
 # the scalar, never on its value in the algorithms). The series are Taylor series; their
 # thresholds keep both the series and the closed form within a few ulp (tested against
 # mpmath in tests/test_configuration.py).
-
-class IfLess(sp.Function):
-    """IfLess(x, threshold, below, above): `below` where x < threshold, else `above`.
-    Printed to C as the conditional (x < threshold ? below : above)."""
-
-    nargs = 4
-    is_real = True
-    is_finite = True
-
-    @classmethod
-    def eval(cls, x, threshold, below, above):
-        if x.is_Number and threshold.is_Number:
-            return below if x < threshold else above
-        if below == above:
-            return below
-        return None
-
 
 def _same(d):
     return d
@@ -247,8 +231,8 @@ def _select(x, threshold, below, above):
     `safe(d)` is d itself, except in a NumPy batch: there it is 1 in the lanes that take the
     other formula, so that no lane divides by zero (both formulas are evaluated everywhere).
     """
-    if isinstance(x, sp.Basic):
-        return IfLess(x, threshold, below(_same), above(_same))
+    if isinstance(x, symbolic.Expr):
+        return symbolic.if_less(x, threshold, below(_same), above(_same))
     if isinstance(x, np.ndarray):
         small = x < threshold
         return np.where(small, below(lambda d: np.where(small, d, 1.0)), above(lambda d: np.where(small, 1.0, d)))
@@ -256,16 +240,16 @@ def _select(x, threshold, below, above):
 
 
 def _sqrt(x):
-    if isinstance(x, sp.Basic):
-        return sp.sqrt(x)
+    if isinstance(x, symbolic.Expr):
+        return symbolic.sqrt(x)
     if isinstance(x, np.ndarray):
         return np.sqrt(x)
     return math.sqrt(x)
 
 
 def _atan2(y, x):
-    if isinstance(y, sp.Basic) or isinstance(x, sp.Basic):
-        return sp.atan2(y, x)
+    if isinstance(y, symbolic.Expr) or isinstance(x, symbolic.Expr):
+        return symbolic.atan2(y, x)
     if isinstance(y, np.ndarray) or isinstance(x, np.ndarray):
         return np.arctan2(y, x)
     return math.atan2(y, x)
@@ -289,7 +273,17 @@ _SIN_DEFECT_SERIES = tuple((-1) ** j / math.factorial(2 * j + 3) for j in range(
 def _log_defect_series(terms):
     """(1 - h cot h) / (4 h^2) = sum_n 4^n |B_2n| / (2n)! h^(2n-2) / 4 (Bernoulli numbers):
     the terms fall as (h / pi)^2."""
-    return tuple(float(4 ** n * abs(sp.bernoulli(2 * n)) / sp.factorial(2 * n) / 4) for n in range(1, terms + 1))
+    return tuple(float(4 ** n * abs(_bernoulli(2 * n)) / math.factorial(2 * n) / 4) for n in range(1, terms + 1))
+
+
+def _bernoulli(n):
+    """The Bernoulli number B_n, exactly (Akiyama-Tanigawa; B_1 = +1/2, unused here)."""
+    a = [Fraction(0)] * (n + 1)
+    for m in range(n + 1):
+        a[m] = Fraction(1, m + 1)
+        for j in range(m, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+    return a[0]
 
 
 # fourteen terms below h^2 = 0.5, above which the closed form's cancellation costs ~5 eps

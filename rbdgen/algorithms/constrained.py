@@ -113,7 +113,7 @@ class _Factor:
 
 
 def _structural_zero(x):
-    """An exact zero of the model's structure (int 0, SymPy's 0), not a value that is zero now."""
+    """An exact zero of the model's structure (int 0: the symbolic run's zeros are ints too), not a value that is zero now."""
     return (isinstance(x, int) and x == 0) or getattr(x, "is_zero", None) is True and not isinstance(x, float)
 
 

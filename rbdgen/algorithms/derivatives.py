@@ -24,7 +24,7 @@ from .fd_crba import ltdl, ltdl_solve
 
 
 def _is_exact_zero(x):
-    """A structural zero: Python's or SymPy's integer 0 (a float 0.0 may be a value)."""
+    """A structural zero: the int 0 (a float 0.0 may be a value)."""
     return (type(x) is int and x == 0) or (getattr(x, "is_Integer", False) and x == 0)
 
 

@@ -1,8 +1,8 @@
-"""SymPy -> C99 expressions: input symbols become array slots, small powers become products."""
+"""Expressions -> C99: input symbols become array slots, small powers become products."""
 
 import re
 
-from sympy.printing.c import C99CodePrinter
+from .expr import Expr, product_parts, scale
 
 _IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
 
@@ -23,74 +23,79 @@ def sanitize_identifier(name, fallback="robot"):
     return ident[:64]
 
 
-class SlotPrinter(C99CodePrinter):
-    """Prints input symbol `q_3` as `q[3]` and x**2 as x*x, 1/x as 1.0/x.
+class SlotPrinter:
+    """Prints an expression (rbdgen.codegen.expr) as C: input symbol `q_3` as `q[3]` (or any
+    other text `slots` gives a symbol), x**2 as x*x, a division as `/`, IfLess as `?:`.
 
-    Sums and products print their arguments in SymPy's canonical order (deterministic);
-    the base printer would sort the terms again, which took most of the time of a build.
+    Sums and products print their terms and factors in the order the expression keeps (the
+    order they were met), so the text is the same in every run; rbdgen.codegen.evaluate
+    folds them in the same order, so the generator measures the digits of this C.
     """
 
     def __init__(self, slots):
-        super().__init__()
         self._slots = slots
 
     def expression(self, expr):
         return self._print(expr)
 
-    def _print_Add(self, expr, order=None):
-        text = self._print(expr.args[0])
-        for term in expr.args[1:]:
-            t = self._print(term)
-            text += " - " + t[1:] if t.startswith("-") else " + " + t
-        return text
+    def _print(self, x):
+        if not isinstance(x, Expr):
+            return _number(x)
+        if x.is_Symbol:
+            slot = self._slots.get(x)
+            return slot if slot is not None else x.name
+        if x.is_Add:
+            return self._sum(x)
+        if x.is_Mul:
+            return self._product(x)
+        if x.function == "IfLess":
+            v, threshold, below, above = (self._print(a) for a in x.args)
+            return f"({v} < {threshold} ? {below} : {above})"
+        return f"{x.function}({', '.join(self._print(a) for a in x.args)})"
 
-    def _print_Mul(self, expr):
-        coeff, rest = expr.as_coeff_Mul()
-        sign = ""
-        if coeff.is_negative:
-            sign, coeff = "-", -coeff
-        factors = [] if coeff == 1 else [self._print(coeff)]
-        divisors = []
-        for factor in (rest.args if rest.is_Mul else (rest,)):
-            if factor.is_Pow and factor.args[1] == -1:
-                divisors.append(self.parenthesize(factor.args[0], 50))
+    def _sum(self, x):
+        parts = [_number(x.const)] if x.const != 0 else []
+        for term, c in x.terms.items():
+            text = self._print(scale(term, c))
+            if not parts:
+                parts.append(text)
+            elif text.startswith("-"):
+                parts.append(" - " + text[1:])
             else:
-                factors.append(self.parenthesize(factor, 50))
+                parts.append(" + " + text)
+        return "".join(parts)
+
+    def _product(self, x):
+        negative, magnitude, numerator, denominator = product_parts(x)
+        factors = [] if magnitude is None else [_number(magnitude)]
+        factors += [self._power(base, e) for base, e in numerator]
         text = "*".join(factors) if factors else "1.0"
-        for d in divisors:
-            text += "/" + d
-        return sign + text
+        for base, e in denominator:
+            text += "/" + (self._factor(base) if e == 1 else self._power(base, e))
+        return ("-" if negative else "") + text
 
-    def _print_Symbol(self, expr):
-        slot = self._slots.get(expr)
-        return slot if slot is not None else expr.name
+    def _factor(self, base):
+        """A factor of a product: a sum in parentheses."""
+        text = self._print(base)
+        return f"({text})" if base.is_Add or (base.is_Mul and not text.startswith("(")) else text
 
-    def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and 2 <= int(exp) <= 4:
-            b = self.parenthesize(base, 100)
-            return "(" + "*".join([b] * int(exp)) + ")"
-        if exp == -1:
-            return f"(1.0/{self.parenthesize(base, 100)})"
-        if exp.is_Integer and -4 <= int(exp) <= -2:
-            b = self.parenthesize(base, 100)
-            return "(1.0/(" + "*".join([b] * -int(exp)) + "))"
-        return super()._print_Pow(expr)
+    def _power(self, base, e):
+        if e == 1:
+            return self._factor(base)
+        if type(e) is int:
+            return "(" + "*".join([self._factor(base)] * e) + ")"
+        if e == 0.5:
+            return f"sqrt({self._print(base)})"
+        if e == -0.5:
+            return f"(1.0/sqrt({self._print(base)}))"
+        return f"pow({self._print(base)}, {_number(e)})"
 
-    def _print_IfLess(self, expr):
-        """rbdgen.algorithms.configuration.IfLess, a series below a threshold and a closed
-        form above, as an inline C conditional."""
-        x, threshold, below, above = (self._print(a) for a in expr.args)
-        return f"({x} < {threshold} ? {below} : {above})"
 
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-    def _print_Rational(self, expr):
-        return repr(float(expr))
-
-    def _print_Integer(self, expr):
-        return f"{int(expr)}.0"
+def _number(x):
+    """A number as a C double literal (every digit of the double)."""
+    if type(x) is int or (type(x) is float and x.is_integer() and abs(x) < 1e16):
+        return f"{int(x)}.0"
+    return repr(float(x))
 
 
 def slot_map(program):

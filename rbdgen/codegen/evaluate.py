@@ -2,17 +2,17 @@
 
 The generator measures each candidate program's digits before it chooses one
 (rbdgen.runtime.accuracy): the optimized program, not the algorithm it came from, since
-SymPy flattens sums and the optimizer shares products, and either may reassociate. Sums and
+the expressions flatten sums and the optimizer shares products, and either may reassociate. Sums and
 products are folded left to right in the order `cprinter.SlotPrinter` prints them, with
 divisions last, so the rounding is the C's up to contraction into fused multiply-adds.
 """
 
 import numpy as np
-import sympy as sp
 
+from .expr import Expr, product_parts, scale
 from .recorder import SinCos
 
-_FUNCTIONS = {"sin": np.sin, "cos": np.cos, "atan2": np.arctan2, "sqrt": np.sqrt, "Abs": np.abs}
+_FUNCTIONS = {"sin": np.sin, "cos": np.cos, "atan2": np.arctan2}
 
 
 def evaluate(program, inputs):
@@ -36,56 +36,44 @@ class _Evaluator:
     def __init__(self, env):
         self.env = env
 
-    def __call__(self, expr):
-        if expr.is_Symbol:
-            return self.env[expr]
-        if expr.is_Number:
-            return float(expr)
-        if expr.is_Add:
-            total = self(expr.args[0])
-            for term in expr.args[1:]:
-                total = total + self(term)
+    def __call__(self, x):
+        if not isinstance(x, Expr):
+            return float(x)
+        if x.is_Symbol:
+            return self.env[x]
+        if x.is_Add:
+            total = None if x.const == 0 else float(x.const)
+            for term, c in x.terms.items():
+                value = self(scale(term, c))
+                total = value if total is None else total + value
             return total
-        if expr.is_Mul:
-            return self._product(expr)
-        if expr.is_Pow:
-            return self._power(*expr.args)
-        if type(expr).__name__ == "IfLess":
-            x, threshold, below, above = (self(a) for a in expr.args)
-            return np.where(x < threshold, below, above)
-        function = _FUNCTIONS.get(type(expr).__name__)
-        if function is None:
-            raise NotImplementedError(f"no numeric evaluation of {type(expr).__name__}")
-        return function(*(self(a) for a in expr.args))
+        if x.is_Mul:
+            return self._product(x)
+        if x.function == "IfLess":
+            v, threshold, below, above = (self(a) for a in x.args)
+            return np.where(v < threshold, below, above)
+        return _FUNCTIONS[x.function](*(self(a) for a in x.args))
 
-    def _product(self, expr):
-        coeff, rest = expr.as_coeff_Mul()
-        factors, divisors = [], []
-        for factor in (rest.args if rest.is_Mul else (rest,)):
-            if factor.is_Pow and factor.args[1] == -1:
-                divisors.append(self(factor.args[0]))
-            else:
-                factors.append(self(factor))
-        magnitude = abs(float(coeff))
-        result = magnitude if magnitude != 1 else None
-        for f in factors:
+    def _product(self, x):
+        negative, magnitude, numerator, denominator = product_parts(x)
+        result = None if magnitude is None else float(magnitude)
+        for base, e in numerator:
+            f = self._power(base, e)
             result = f if result is None else result * f
         result = 1.0 if result is None else result
-        for d in divisors:
-            result = result / d
-        return -result if coeff < 0 else result
+        for base, e in denominator:
+            result = result / self._power(base, e)
+        return -result if negative else result
 
-    def _power(self, base, exp):
+    def _power(self, base, e):
         b = self(base)
-        if exp.is_Integer and 2 <= int(exp) <= 4:
+        if type(e) is int:
             result = b
-            for _ in range(int(exp) - 1):
+            for _ in range(e - 1):
                 result = result * b
             return result
-        if exp.is_Integer and -4 <= int(exp) <= -1:
-            return 1.0 / self._power(base, -exp) if exp != -1 else 1.0 / b
-        if exp == sp.Rational(1, 2):
+        if e == 0.5:
             return np.sqrt(b)
-        if exp == sp.Rational(-1, 2):
+        if e == -0.5:
             return 1.0 / np.sqrt(b)
-        return b ** float(exp)
+        return b ** float(e)

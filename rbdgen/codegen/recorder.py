@@ -1,6 +1,6 @@
 """The symbolic run with per-line caching (seed 000 §8.3, DYNAMOD).
 
-An algorithm runs once on SymPy symbols. Each `let(name, i, value)` binds every
+An algorithm runs once on symbols (rbdgen.codegen.expr). Each `let(name, i, value)` binds every
 non-trivial scalar of the line's result to a fresh temporary and records the assignment,
 so expressions never swell and later lines refer to the temporaries. Numbers and symbols
 stay literal, and an expression already bound reuses its temporary (hash-consing), so
@@ -9,25 +9,23 @@ shared work is recorded once.
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-from sympy.core.parameters import distribute
-
 from ..spatial import map_scalars
+from .expr import Expr, Symbol
 
 
 @dataclass
 class Assignment:
-    target: sp.Symbol
-    expr: sp.Expr
+    target: Symbol
+    expr: Expr
 
 
 @dataclass
 class SinCos:
     """sin and cos of one argument, computed together."""
 
-    sin: sp.Symbol
-    cos: sp.Symbol
-    arg: sp.Expr
+    sin: Symbol
+    cos: Symbol
+    arg: Expr
 
 
 @dataclass
@@ -41,19 +39,17 @@ class Program:
     counts: dict = field(default_factory=dict)
 
 
-def _symbol(name):
-    """Symbols are real and finite: SymPy then settles `0 * expr` without searching the
-    expression for infinities, which otherwise dominates the symbolic run."""
-    return sp.Symbol(name, real=True, finite=True)
+_symbol = Symbol
 
 
 def _is_trivial(expr):
     """Literal numbers, symbols and their negations need no temporary."""
-    if not isinstance(expr, sp.Basic):
+    if not isinstance(expr, Expr) or expr.is_Symbol:
         return True
-    if expr.is_Atom:
-        return True
-    return expr.is_Mul and len(expr.args) == 2 and expr.args[0] == -1 and expr.args[1].is_Symbol
+    if expr.is_Mul and expr.coeff == -1 and len(expr.factors) == 1:
+        (base, exponent), = expr.factors.items()
+        return exponent == 1 and base.is_Symbol
+    return False
 
 
 class SymbolicOps:
@@ -75,8 +71,6 @@ class SymbolicOps:
         return map_scalars(value, lambda expr: self._bind(prefix, expr))
 
     def _bind(self, prefix, expr):
-        if isinstance(expr, (int, float)):
-            return expr
         if _is_trivial(expr):
             return expr
         found = self._bound.get(expr)
@@ -90,7 +84,7 @@ class SymbolicOps:
     def sincos(self, angle):
         found = self._sincos.get(angle)
         if found is None:
-            stem = str(angle).replace("[", "").replace("]", "") if angle.is_Symbol else f"t{len(self._sincos)}"
+            stem = angle.name if getattr(angle, "is_Symbol", False) else f"t{len(self._sincos)}"
             found = (_symbol(f"s_{stem}"), _symbol(f"c_{stem}"))
             self.statements.append(SinCos(found[0], found[1], angle))
             self._sincos[angle] = found
@@ -109,10 +103,8 @@ def record(run, inputs, output_shape):
     """
     ops = SymbolicOps()
     symbols = {name: input_symbols(name, size) for name, size in inputs}
-    # SymPy would distribute c*(x + y) into c*x + c*y: one product per term instead of one.
-    with distribute(False):
-        result = run(ops, *symbols.values())
-    outputs = [sp.sympify(x) for x in _flatten(result)]
+    result = run(ops, *symbols.values())
+    outputs = [x if isinstance(x, Expr) else float(x) for x in _flatten(result)]
     return Program(symbols, ops.statements, outputs, tuple(output_shape))
 
 

@@ -6,6 +6,7 @@ import jinja2
 
 from .. import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
+from .expr import free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from .recorder import SinCos
 
@@ -87,7 +88,7 @@ def kernel_data(program, part_statements):
     """The C of one straight-line program: its parts, workspace and output stores."""
     inputs = slot_map(program)
     # sin/cos of the inputs alone (the joint angles) come first, all at once (one vector loop)
-    batched = [st for st in program.statements if isinstance(st, SinCos) and st.arg.free_symbols <= inputs.keys()]
+    batched = [st for st in program.statements if isinstance(st, SinCos) and free_symbols(st.arg) <= inputs.keys()]
     batched = batched if len(batched) >= SINCOS_BATCH_MIN else []
     first = {id(st) for st in batched}
     statements = batched + [st for st in program.statements if id(st) not in first]
@@ -106,7 +107,7 @@ def kernel_data(program, part_statements):
                     if defined_in.get(sym, index) != index:
                         crossing.add(sym)
         for expr in program.outputs:
-            crossing |= {sym for sym in expr.free_symbols if sym in defined_in}
+            crossing |= {sym for sym in free_symbols(expr) if sym in defined_in}
     slot = {sym: k for k, sym in enumerate(sorted(crossing, key=lambda s: (defined_in[s], s.name)))}
     rendered = []
     for index, part in enumerate(parts):
@@ -124,7 +125,7 @@ def kernel_data(program, part_statements):
                               "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot]})
             else:
                 lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
-                              "constant": not st.expr.free_symbols,
+                              "constant": not free_symbols(st.expr),
                               "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
         rendered.append(lines)
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
@@ -132,7 +133,7 @@ def kernel_data(program, part_statements):
     names = {sym: name for name, syms in program.inputs.items() for sym in syms}
     read = [{names[sym] for st in part for sym in _reads(st) if sym in names} for part in parts]
     if len(parts) == 1:
-        read[0] |= {names[sym] for e in program.outputs for sym in e.free_symbols if sym in names}
+        read[0] |= {names[sym] for e in program.outputs for sym in free_symbols(e) if sym in names}
     unused = [[name for name in program.inputs if name not in r] for r in read]
     if len(parts) > 1:
         uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
@@ -185,7 +186,7 @@ def _targets(st):
 
 
 def _reads(st):
-    return (st.arg if isinstance(st, SinCos) else st.expr).free_symbols
+    return free_symbols(st.arg if isinstance(st, SinCos) else st.expr)
 
 
 def render_header(module, functions, model, frames, contacts):

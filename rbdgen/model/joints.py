@@ -64,7 +64,7 @@ def snap(x, tol=1e-10):
     """Exact 0, 1 or -1 (Python ints) for values within `tol` of them, else float.
 
     URDF rotations of ±π/2 leave entries like 6e-17, or 4.9e-12 where the file writes
-    π/2 as 1.57079632679; as exact ints SymPy drops them, so the generated code never
+    π/2 as 1.57079632679; as exact ints the symbolic run drops them, so the generated code never
     multiplies by them. Rows that must stay orthonormal go through `snap_orthonormal`.
     """
     x = float(x)

@@ -15,7 +15,7 @@ nq and nv are those of the mimic model; bodies, frames and external forces (one 
 are the tree's.
 
 Generalized forces of the tree become P^T tau_full, matrices P^T M P, Jacobians J P; the
-functions here do this on scalars of any type (floats, NumPy batches, SymPy), and do nothing
+functions here do this on scalars of any type (floats, NumPy batches, symbolic expressions), and do nothing
 for a model without mimic joints. rbdgen.algorithms.mimic applies them to every algorithm.
 """
 
@@ -105,7 +105,7 @@ def _name(text, limit=100):
 
 
 def _exact(x):
-    """Exact ints for 0 and +-1, so that SymPy folds a multiplier of 1 and an offset of 0 away."""
+    """Exact ints for 0 and +-1, so that the symbolic run folds a multiplier of 1 and an offset of 0 away."""
     x = float(x)
     return int(x) if x in (0.0, 1.0, -1.0) else x
 

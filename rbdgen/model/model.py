@@ -231,7 +231,7 @@ class ModelBuilder:
 
 
 def _exact(x):
-    """Exact ints for values that are exactly 0 or ±1, so SymPy folds them away."""
+    """Exact ints for values that are exactly 0 or ±1, so the symbolic run folds them away."""
     x = float(x)
     return int(x) if x in (0.0, 1.0, -1.0) else x
 

@@ -1,0 +1,414 @@
+"""The generator's own small expression graph: what the algorithms compute on in the symbolic run.
+
+The algorithms are written for any scalar with + - * / (rbdgen.spatial), and the recorder binds
+every line's result to a temporary, so an expression here is never larger than one line of an
+algorithm. What it needs from a computer-algebra system is therefore little: numbers folded,
+exact zeros and ones dropped (that is how the model's sparsity prunes the code), sums and
+products flattened with like terms and like factors collected (x y - y x is 0, x x is x^2), and
+a structural hash so that equal expressions are found in a dict. SymPy did this through its
+assumptions system and canonical ordering, which cost 45 % of a build's CPU time; this does
+only that, in plain Python, about thirty times faster.
+
+Canonical forms (so that equal values of one structure compare equal):
+- numbers are Python ints and floats, never nodes;
+- Add: a number plus {term: coefficient}, the terms free of numeric factors;
+- Mul: a coefficient times {base: exponent}, the bases neither numbers nor products (a
+  product under a square root is the one exception), exponents nonzero ints or halves;
+- Call: sin, cos, atan2, and IfLess(x, threshold, below, above), C's (x < threshold ? below : above).
+
+A number times a sum stays a product (c (a + b): one multiplication instead of one per term),
+as SymPy's `distribute(False)` kept it. Terms and factors keep the order in which they were
+first met, so a program prints the same way in every run.
+"""
+
+import math
+import numbers
+
+_NUMBERS = (int, float)
+
+
+def _number(x):
+    """x as a Python int or float when it is a real number of any kind (NumPy's too), else None."""
+    if type(x) in _NUMBERS:
+        return x
+    if isinstance(x, Expr):
+        return None
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    return None
+
+
+def _operand(x):
+    """Whether x takes part in arithmetic with an expression here (anything else, a dual
+    number, gets its own reflected operator)."""
+    return type(x) in _NUMBERS or isinstance(x, Expr) or _number(x) is not None
+
+
+class Expr:
+    __slots__ = ("_hash", "_free")
+    __array_ufunc__ = None     # NumPy scalars defer to the reflected operators below
+
+    is_Symbol = is_Add = is_Mul = is_Call = is_Number = False
+
+    def __hash__(self):
+        return self._hash
+
+    def __add__(self, other):
+        return add(self, other) if _operand(other) else NotImplemented
+
+    def __radd__(self, other):
+        return add(other, self) if _operand(other) else NotImplemented
+
+    def __sub__(self, other):
+        return add(self, mul(-1, other)) if _operand(other) else NotImplemented
+
+    def __rsub__(self, other):
+        return add(other, mul(-1, self)) if _operand(other) else NotImplemented
+
+    def __neg__(self):
+        return mul(-1, self)
+
+    def __pos__(self):
+        return self
+
+    def __mul__(self, other):
+        return mul(self, other) if _operand(other) else NotImplemented
+
+    def __rmul__(self, other):
+        return mul(other, self) if _operand(other) else NotImplemented
+
+    def __truediv__(self, other):
+        return mul(self, power(other, -1)) if _operand(other) else NotImplemented
+
+    def __rtruediv__(self, other):
+        return mul(other, power(self, -1)) if _operand(other) else NotImplemented
+
+    def __pow__(self, exponent):
+        return power(self, exponent)
+
+    @property
+    def free_symbols(self):
+        free = self._free
+        if free is None:
+            free = self._free = frozenset().union(*(free_symbols(a) for a in self._children()))
+        return free
+
+    def __str__(self):
+        from .cprinter import SlotPrinter
+        return SlotPrinter({}).expression(self)
+
+    __repr__ = __str__
+
+
+class Symbol(Expr):
+    __slots__ = ("name",)
+    is_Symbol = True
+    __hash__ = Expr.__hash__
+
+    def __init__(self, name):
+        self.name = name
+        self._hash = hash(name)
+        self._free = None
+
+    def __eq__(self, other):
+        return self is other or (type(other) is Symbol and other.name == self.name)
+
+    @property
+    def free_symbols(self):
+        return frozenset((self,))
+
+    def _children(self):
+        return ()
+
+
+class Add(Expr):
+    """const + sum of coefficient * term."""
+
+    __slots__ = ("const", "terms")
+    is_Add = True
+    __hash__ = Expr.__hash__
+
+    def __init__(self, const, terms):
+        self.const = const
+        self.terms = terms
+        self._hash = hash((const, frozenset(terms.items())))
+        self._free = None
+
+    def __eq__(self, other):
+        return self is other or (type(other) is Add and other._hash == self._hash and other.const == self.const
+                                 and other.terms == self.terms)
+
+    def _children(self):
+        return self.terms.keys()
+
+
+class Mul(Expr):
+    """coeff * product of base ** exponent."""
+
+    __slots__ = ("coeff", "factors", "_key")
+    is_Mul = True
+    __hash__ = Expr.__hash__
+
+    def __init__(self, coeff, factors):
+        self.coeff = coeff
+        self.factors = factors
+        self._hash = hash((coeff, frozenset(factors.items())))
+        self._free = None
+        self._key = None
+
+    def __eq__(self, other):
+        return self is other or (type(other) is Mul and other._hash == self._hash and other.coeff == self.coeff
+                                 and other.factors == self.factors)
+
+    def _children(self):
+        return self.factors.keys()
+
+    @property
+    def key(self):
+        """The product without its coefficient (self when the coefficient is 1)."""
+        if self._key is None:
+            self._key = self if self.coeff == 1 else _product(1, self.factors)
+        return self._key
+
+
+class Call(Expr):
+    __slots__ = ("function", "args")
+    is_Call = True
+    __hash__ = Expr.__hash__
+
+    def __init__(self, function, args):
+        self.function = function
+        self.args = args
+        self._hash = hash((function, args))
+        self._free = None
+
+    def __eq__(self, other):
+        return self is other or (type(other) is Call and other._hash == self._hash
+                                 and other.function == self.function and other.args == self.args)
+
+    def _children(self):
+        return [a for a in self.args if isinstance(a, Expr)]
+
+
+def free_symbols(x):
+    """The symbols an expression (or a number: none) reads."""
+    return x.free_symbols if isinstance(x, Expr) else frozenset()
+
+
+def split_coefficient(x):
+    """(c, term) with x = c * term and term free of a numeric factor."""
+    if type(x) is Mul:
+        return x.coeff, x.key
+    return 1, x
+
+
+def _product(coeff, factors):
+    """The canonical form of coeff * prod(base ** exponent)."""
+    if not factors or coeff == 0:
+        return coeff if factors or coeff != 0 else 0
+    if coeff == 1 and len(factors) == 1:
+        (base, exponent), = factors.items()
+        if exponent == 1:
+            return base
+    return Mul(coeff, factors)
+
+
+def _sum(const, terms):
+    """The canonical form of const + sum(coefficient * term)."""
+    terms = {t: c for t, c in terms.items() if c != 0}
+    if not terms:
+        return const
+    if const == 0 and len(terms) == 1:
+        (term, c), = terms.items()
+        return scale(term, c)
+    return Add(const, terms)
+
+
+def scale(x, c):
+    """c * x for a number c."""
+    if c == 0:
+        return 0
+    if c == 1:
+        return x
+    if type(x) is Mul:
+        coeff = x.coeff * c
+        return _product(coeff, x.factors) if coeff != 0 else 0
+    if isinstance(x, Expr):
+        return Mul(c, {x: 1})
+    return x * c
+
+
+def _as_factors(x):
+    if type(x) is Mul:
+        return x.coeff, x.factors
+    return 1, {x: 1}
+
+
+def mul(a, b):
+    na, nb = _number(a), _number(b)
+    if na is not None:
+        if nb is not None:
+            return na * nb
+        return scale(_expr(b), na)
+    if nb is not None:
+        return scale(_expr(a), nb)
+    ca, fa = _as_factors(a)
+    cb, fb = _as_factors(b)
+    factors = dict(fa)
+    for base, exponent in fb.items():
+        total = factors.get(base, 0) + exponent
+        if total == 0:
+            del factors[base]
+        else:
+            factors[base] = _exponent(total)
+    return _product(ca * cb, factors)
+
+
+def add(a, b):
+    na, nb = _number(a), _number(b)
+    if na is not None and nb is not None:
+        return na + nb
+    if na == 0:
+        return _expr(b)
+    if nb == 0:
+        return _expr(a)
+    const, terms = 0, {}
+    for x, n in ((a, na), (b, nb)):
+        if n is not None:
+            const += n
+        elif type(x) is Add:
+            const += x.const
+            for term, c in x.terms.items():
+                terms[term] = terms.get(term, 0) + c
+        else:
+            c, term = split_coefficient(_expr(x))
+            terms[term] = terms.get(term, 0) + c
+    return _sum(const, terms)
+
+
+def power(x, exponent):
+    exponent = _exponent(exponent)
+    n = _number(x)
+    if n is not None:
+        return n ** exponent
+    x = _expr(x)
+    if exponent == 0:
+        return 1
+    if exponent == 1:
+        return x
+    if type(x) is Mul and type(exponent) is int:
+        coeff = x.coeff ** exponent if exponent > 0 else 1 / x.coeff ** -exponent
+        return _product(coeff, {base: _exponent(e * exponent) for base, e in x.factors.items()})
+    if type(x) is Mul and len(x.factors) == 1 and x.coeff == 1:
+        (base, e), = x.factors.items()
+        return _product(1, {base: _exponent(e * exponent)})
+    return Mul(1, {x: exponent})
+
+
+def _exponent(e):
+    e = _number(e)
+    if e is None:
+        raise TypeError("a symbolic exponent is not supported")
+    if type(e) is float and e.is_integer():
+        return int(e)
+    return e
+
+
+def _expr(x):
+    if isinstance(x, Expr):
+        return x
+    raise TypeError(f"not a scalar expression: {x!r}")
+
+
+def sqrt(x):
+    n = _number(x)
+    return math.sqrt(n) if n is not None else power(x, 0.5)
+
+
+def sin(x):
+    n = _number(x)
+    return math.sin(n) if n is not None else Call("sin", (x,))
+
+
+def cos(x):
+    n = _number(x)
+    return math.cos(n) if n is not None else Call("cos", (x,))
+
+
+def atan2(y, x):
+    ny, nx = _number(y), _number(x)
+    if ny is not None and nx is not None:
+        return math.atan2(ny, nx)
+    return Call("atan2", (y, x))
+
+
+def if_less(x, threshold, below, above):
+    """(x < threshold ? below : above), folded when x and threshold are numbers or the branches agree."""
+    nx, nt = _number(x), _number(threshold)
+    if nx is not None and nt is not None:
+        return below if nx < nt else above
+    if below == above and type(below) is type(above):
+        return below
+    return Call("IfLess", (x, threshold, below, above))
+
+
+def product_parts(m):
+    """How a Mul is evaluated (printer, evaluator and operation count agree on it):
+    (negative, |coefficient| or None when 1, [(base, exponent > 0)], [(base, -exponent)] divisors)."""
+    coeff = m.coeff
+    negative = coeff < 0
+    magnitude = -coeff if negative else coeff
+    numerator, denominator = [], []
+    for base, e in m.factors.items():
+        if e < 0 and type(e) is int:
+            denominator.append((base, -e))
+        else:
+            numerator.append((base, e))
+    return negative, (None if magnitude == 1 else magnitude), numerator, denominator
+
+
+def flops(x):
+    """Floating-point operations of an expression as its C evaluates it: each +, -, *, /
+    counts one, a sign is folded into the neighbouring operation, x^2..x^4 are products, a
+    square root or other call counts one, a conditional its comparison and costlier branch."""
+    if not isinstance(x, Expr) or x.is_Symbol:
+        return 0
+    if x.is_Add:
+        count = len(x.terms) - (x.const == 0)
+        for term, c in x.terms.items():
+            count += flops(term) + (abs(c) != 1)
+        return count
+    if x.is_Mul:
+        _, magnitude, numerator, denominator = product_parts(x)
+        count = len(numerator) + (magnitude is not None) - 1 if numerator or magnitude is not None else 0
+        for base, e in numerator:
+            count += flops(base) + _power_cost(e)
+        for base, e in denominator:
+            count += 1 + flops(base) + (e - 1)
+        return max(count, 0)
+    if x.function == "IfLess":
+        v, threshold, below, above = x.args
+        return 1 + flops(v) + flops(threshold) + max(flops(below), flops(above))
+    return 1 + sum(flops(a) for a in x.args)
+
+
+def _power_cost(e):
+    """Operations of base ** e once the base is known: products, sqrt(b), 1.0/sqrt(b), pow(b, e)."""
+    if type(e) is int:
+        return e - 1
+    return 2 if e == -0.5 else 1
+
+
+def power_node(base, exponent):
+    """base ** exponent as one node (a factor of a product on its own)."""
+    return base if exponent == 1 else Mul(1, {base: exponent})
+
+
+_CALLS = {"sin": sin, "cos": cos, "atan2": atan2, "IfLess": if_less}
+
+
+def call(function, args):
+    """A Call node rebuilt from new arguments (folded as its constructor folds)."""
+    return _CALLS[function](*args)
