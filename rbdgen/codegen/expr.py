@@ -16,8 +16,9 @@ Canonical forms (so that equal values of one structure compare equal):
   product under a square root is the one exception), exponents nonzero ints or halves;
 - Call: sin, cos, atan2, and IfLess(x, threshold, below, above), C's (x < threshold ? below : above).
 
-A number times a sum stays a product (c (a + b): one multiplication instead of one per term),
-as SymPy's `distribute(False)` kept it. Terms and factors keep the order in which they were
+A number times a sum stays a product (c (a + b): one multiplication instead of one per term)
+unless spreading it costs no more (a sign, or 0.5 (2 a + 2 b)): then the terms collect with
+their neighbours'. Terms and factors keep the order in which they were
 first met, so a program prints the same way in every run.
 """
 
@@ -235,9 +236,22 @@ def scale(x, c):
     if type(x) is Mul:
         coeff = x.coeff * c
         return _product(coeff, x.factors) if coeff != 0 else 0
+    if type(x) is Add and _distributes(x, c):
+        return _sum(x.const * c, {term: coeff * c for term, coeff in x.terms.items()})
     if isinstance(x, Expr):
         return Mul(c, {x: 1})
     return x * c
+
+
+def _distributes(x, c):
+    """Whether c (a + b) is cheaper, or as cheap, as c a + c b: a sign always is (and the
+    terms then collect with their neighbours', x - (x - y) = y); another number when it
+    turns the terms' coefficients into signs (0.5 (2 a - 2 b))."""
+    if c == -1:
+        return True
+    kept = 1 + sum(1 for coeff in x.terms.values() if abs(coeff) != 1)
+    spread = sum(1 for coeff in x.terms.values() if abs(coeff * c) != 1)
+    return spread <= kept
 
 
 def _as_factors(x):

@@ -54,11 +54,15 @@ def eliminate_common_subexpressions(program):
             return found
         if x.is_Mul and x.coeff != 1:
             result = scale(rebuild(x.key), x.coeff)
+            if x in repeated:
+                target = Symbol(f"x{len(replacements)}")
+                replacements.append((target, result))
+                result = target
         else:
             if x.is_Add:
                 result = x.const
                 for term, c in x.terms.items():
-                    result = add(result, scale(rebuild(term), c))
+                    result = add(result, rebuild(scale(term, c)))
             elif x.is_Mul and len(x.factors) > 1:
                 result = 1
                 for base, e in x.factors.items():
@@ -105,22 +109,27 @@ def eliminate_common_subexpressions(program):
 
 def _repeated_subexpressions(exprs):
     """The subexpressions met more than once (a subtree seen again is not entered again).
-    A product counts without its numeric factor, and a power inside a product counts alone."""
+    A product counts with its numeric factor and without it, and a power inside a product
+    counts alone."""
     seen, repeated = set(), set()
     stack = list(reversed(exprs))
     while stack:
         x = stack.pop()
         if not isinstance(x, Expr) or x.is_Symbol:
             continue
-        if x.is_Mul and x.coeff != 1:
+        if x.is_Mul and abs(x.coeff) != 1 and x not in seen:
+            seen.add(x)       # c a b, when met again, is shared whole; a b alone when met with another c
             stack.append(x.key)
+            continue
+        if x.is_Mul and x.coeff == -1:
+            stack.append(x.key)   # a sign is free: -a b shares a b
             continue
         if x in seen:
             repeated.add(x)
             continue
         seen.add(x)
         if x.is_Add:
-            stack.extend(x.terms)
+            stack.extend(scale(term, c) for term, c in x.terms.items())
         elif x.is_Mul and len(x.factors) > 1:
             stack.extend(power_node(base, e) for base, e in x.factors.items())
         elif x.is_Mul:
