@@ -7,8 +7,10 @@ wrapper, in a child process so that its output can be captured and its chdir sta
 """
 
 import concurrent.futures
+import contextlib
 import functools
 import hashlib
+import io
 import json
 import multiprocessing
 import os
@@ -358,18 +360,43 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         f.write(render_header(module, signatures, model, frames, contacts))
     with open(os.path.join(work, kernels_header_name(module)), "w") as f:
         f.write(render_kernels_header(module, header))
-    batch_source = os.path.join(work, f"{prefix}_batch.c")
-    with open(batch_source, "w") as f:
-        f.write(render_batch(module, header, signatures))
     bodies = sorted({f.body for f in frames})
-    jobs = [(model, module, spec.name, cse, work, header, flags, bodies, contacts) for spec in specs]
-    # The costliest functions first, so the workers finish together.
-    jobs.sort(key=lambda job: -_COST.get(job[2], 1))
+    frame_entries = [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]
+    # The glue needs only the signatures, so it compiles beside the functions rather than after them.
+    glue = {}
+    glue[f"{prefix}_batch.c"] = (render_batch(module, header, signatures), flags + ["-fopenmp"])
+    glue[f"{prefix}_info.c"] = (render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
+                                            frame_entries), flags)
+    # CasADi's external interface (in the extension and in an export, for casadi.external)
+    api = f"{prefix}_casadi_api.h"
+    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
+    shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
+    glue[f"{prefix}_casadi.c"] = (render_casadi(module, header, api, [dict(sig, bodies=bodies) for sig in signatures],
+                                                model.nq == model.nv, frame_entries), GLUE_FLAGS)
+    # the entry points' fixed code, which the rendered tables of calls.c include
+    for name in ("entry_points.c", "entry_points.h"):
+        shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
+    calls = render_calls(module, header, signatures, model.nq, model.nv, frame_entries)
+    with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
+        f.write(calls)
+    glue[f"{extension}.c"] = (_cffi_source(work, extension, header, calls, f"rbdgen_{module}_entry_points"),
+                              _python_extension_flags())
+    for name, (text, _) in glue.items():
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+    jobs = [(_COST.get(spec.name, 1), _generate_function, (model, module, spec.name, cse, work, header, flags,
+                                                        bodies, contacts)) for spec in specs]
+    jobs += [(_COST["glue"], compile_source, (os.path.join(work, name), glue_flags, work))
+             for name, (_, glue_flags) in glue.items()]
+    # The costliest first, so the workers finish together.
+    jobs.sort(key=lambda job: -job[0])
     results = {}
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = [pool.submit(_generate_function, *job) for job in jobs]
+        submitted = [(run, pool.submit(run, *args)) for _, run, args in jobs]
+        futures = [future for run, future in submitted if run is _generate_function]
+        glue_objects = [future for run, future in submitted if run is compile_source]
         for future in concurrent.futures.as_completed(futures):
             data, obj, seconds = future.result()
             results[data["name"]] = (data, obj)
@@ -377,24 +404,11 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                      f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
             if data["accuracy"]:
                 progress("    " + describe_choice(data["name"], data["accuracy"]))
+        glue_objects = [future.result() for future in glue_objects]
     datas = [results[spec.name][0] for spec in specs]
-    info_source = os.path.join(work, f"{prefix}_info.c")
-    with open(info_source, "w") as f:
-        f.write(render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
-                            [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
-    # CasADi's external interface (in the extension and in an export, for casadi.external)
-    api = f"{prefix}_casadi_api.h"
-    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
-    shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
-    casadi_source = os.path.join(work, f"{prefix}_casadi.c")
-    with open(casadi_source, "w") as f:
-        f.write(render_casadi(module, header, api, datas, model.nq == model.nv,
-                              [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
-    objects = [results[spec.name][1] for spec in specs] + [compile_source(batch_source, flags + ["-fopenmp"], work),
-                                                           compile_source(info_source, flags, work),
-                                                           compile_source(casadi_source, GLUE_FLAGS, work)]
+    objects = [results[spec.name][1] for spec in specs] + glue_objects
     # The Python binding is one fixed file that reads model.json; points and contacts run on
     # NumPy, in the very file the reference uses.
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
@@ -406,21 +420,18 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
-    # the entry points' fixed code, which the rendered tables of calls.c include
-    for name in ("entry_points.c", "entry_points.h"):
-        shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
-    with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
-        f.write(render_calls(module, header, signatures, model.nq, model.nv,
-                             [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]))
     t0 = time.perf_counter()
-    _cffi_extension(work, extension, header, objects, f"{prefix}_calls.c", f"rbdgen_{module}_entry_points")
+    _link_extension(work, extension, objects)
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
 
 
-# Relative cost of generating and compiling each function, to schedule the big ones first.
-_COST = {"aba_fext": 10, "aba": 10, "rnea_fext": 5, "rnea": 5, "nle": 5, "crba": 4, "kinetic_energy": 2}
+# Relative cost of generating and compiling each function, to schedule the big ones first
+# (seconds of compilation on Panda, tenths; the glue files, batch.c and casadi.c, about 1.5 s each)
+_COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue": 15, "regressor": 12,
+         "coriolis": 9, "base_regressor": 9, "aba_fext": 6, "aba": 5, "minv": 5, "fd_crba": 4, "centroidal_momentum": 4,
+         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "kinetic_energy": 2}
 
 
 def _generate_function(model, module, name, cse, work, header, flags, bodies, contacts):
@@ -453,43 +464,45 @@ def compile_source(source, flags, work):
     return obj
 
 
-_CFFI_SCRIPT = r"""
-import json, sys
-import numpy
-from cffi import FFI
-spec = json.load(open(sys.argv[1]))
-ffi = FFI()
-ffi.cdef(spec["cdef"])
-ffi.set_source(spec["extension"], open(spec["calls"]).read(), include_dirs=[spec["work"], numpy.get_include()],
-               extra_objects=spec["objects"], extra_compile_args=["-O2"], extra_link_args=["-fopenmp"],
-               libraries=["m"], py_limited_api=False, define_macros=[("_CFFI_NO_LIMITED_API", None)])
-ffi.compile(tmpdir=spec["work"], verbose=False)
-"""
-
-
-def _cffi_extension(work, extension, header, objects, calls, entry_points):
-    """The cffi extension: the C functions, and the direct Python entry points of `calls`."""
+def _cffi_source(work, extension, header, calls, entry_points):
+    """The C of the cffi extension: the C functions' Python wrappers (cffi's out-of-line API
+    mode) and the direct entry points of `calls`. Compiled and linked here, with the function
+    objects, rather than through setuptools, so that it compiles beside them."""
+    from cffi import FFI
     cdef = [f"void *{entry_points}(void *fallbacks);"]
     with open(os.path.join(work, header)) as f:
         for line in f:
             if line.startswith(("void ", "const char *")):
                 cdef.append(line.strip())
-    spec_path = os.path.join(work, "_cffi_spec.json")
-    with open(spec_path, "w") as f:
-        json.dump({"cdef": "\n".join(cdef), "extension": extension, "header": header, "work": work,
-                   "objects": objects, "calls": os.path.join(work, calls)}, f)
-    cmd = [sys.executable, "-c", _CFFI_SCRIPT, spec_path]
-    result = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    ffi = FFI()
+    ffi.cdef("\n".join(cdef))
+    ffi.set_source(extension, calls)
+    path = os.path.join(work, f"{extension}.c")
+    with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <path>"
+        ffi.emit_c_code(path)
+    with open(path) as f:
+        return f.read()
+
+
+def _python_extension_flags():
+    import numpy
+    import sysconfig
+    return ["-O2", "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
+            "-I", numpy.get_include()]
+
+
+def _link_extension(work, extension, objects):
+    """Link the objects into the module's Python extension; BuildError with the linker's output."""
+    import sysconfig
+    cc = os.environ.get("CC", "cc")
+    shared = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
+    target = os.path.join(work, extension + sysconfig.get_config_var("EXT_SUFFIX"))
+    cmd = [cc, *shared, *objects, "-o", target, "-fopenmp", "-lm"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise BuildError(f"building the cffi extension {extension} failed", command=cmd,
+        raise BuildError(f"linking the extension {extension} failed: {' '.join(cmd)}", command=cmd,
                          output=result.stdout + result.stderr)
-    for leftover in os.listdir(work):
-        path = os.path.join(work, leftover)
-        if leftover.startswith(extension) and leftover.endswith((".c", ".o")):
-            os.remove(path)
-        elif os.path.isdir(path):  # setuptools' build folders
-            shutil.rmtree(path, ignore_errors=True)
-    os.remove(spec_path)
+    os.remove(os.path.join(work, f"{extension}.c"))
 
 
 def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
