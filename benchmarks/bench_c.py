@@ -3,7 +3,7 @@
 
 For each robot: build (or reuse) its module with the robot's declared contacts
 (common.CONTACTS), compile a small C driver together with the module's own C files (same
-flags as rbdgen: OPT_FLAGS + -march=native), and time every generated function the way
+flags as rbdgen: compile_flags(native=True)), and time every generated function the way
 pin_bench times Pinocchio: 64 precomputed random states, 7 repetitions of N calls, median
 ns/call; the functions of a frame on the first contact's frame. The same driver times
 adam + CasADi's generated C for the functions adam provides (casadi_side.py; --no-casadi
@@ -34,7 +34,7 @@ import casadi_side
 import rbdgen
 from casadi_side import CHECK_STATES
 from common import cpu_name, log, robot_contacts, robot_parser, robot_spec, split_contact
-from rbdgen.codegen.build import OPT_FLAGS
+from rbdgen.codegen.build import compile_flags
 from rbdgen.codegen.render import SHARED_INPUTS
 from rbdgen.runtime.states import random_state
 
@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD_PIN_BENCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "build_pin_bench.sh")
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda", "solo12", "talos")
-FLAGS = OPT_FLAGS + ["-march=native"]     # rbdgen's, for our C, the driver and adam's C alike
+FLAGS = compile_flags(native=True)     # rbdgen's, for our C, the driver and adam's C alike
 K = 64                        # states cycled through, as pin_bench
 REPETITIONS = 7               # median of 7, as pin_bench
 MAIN = ("rnea", "nle", "crba", "aba")

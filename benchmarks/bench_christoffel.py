@@ -126,7 +126,7 @@ def time_driver(module, model, functions, seed, rounds, out_dir):
     with open(os.path.join(package, "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
     order = [fn for fn in functions if fn in meta["functions"]]
-    h = hashlib.sha256(repr((bench_c.OPT_FLAGS, seed, order)).encode())
+    h = hashlib.sha256(repr((bench_c.FLAGS, seed, order)).encode())
     for name in [f"rbdgen_{meta['module']}.h"] + [f"rbdgen_{meta['module']}_{fn}.c" for fn in meta["functions"]]:
         with open(os.path.join(package, name), "rb") as f:
             h.update(f.read())

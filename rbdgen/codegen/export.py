@@ -16,7 +16,7 @@ import tempfile
 
 from .. import __version__
 from ..errors import BuildError
-from .build import build_model, load_source
+from .build import GCC_FLAGS, build_model, load_source
 from .cprinter import c_comment_text
 from .render import template
 
@@ -84,7 +84,7 @@ def write_library(module_folder, out_dir, model, native=False):
                     robot=c_comment_text(model.name), native=native, nq=model.nq, nv=model.nv,
                     gravity=[repr(float(g)) for g in model.gravity],
                     sources=[n for n in sources if n.endswith(".c")], functions=list(meta["functions"]),
-                    has_rnea="rnea" in meta["functions"],
+                    has_rnea="rnea" in meta["functions"], gcc_flags=" ".join(GCC_FLAGS),
                     quaternion_w=next((j.idx_q + 6 for j in model.joints if j.type == "free_flyer"), None))
         for template_name, target in (("CMakeLists.txt.j2", "CMakeLists.txt"),
                                       ("Config.cmake.in.j2", f"cmake/{prefix}Config.cmake.in"),
