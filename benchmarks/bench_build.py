@@ -7,7 +7,8 @@ output folder, with rbdgen's stage-by-stage progress and the total.
 
 "Cold" means no cached module; the Python process itself is warm (rbdgen, SymPy and the
 robot list are imported once, before the first build, and that import time is printed
-separately). The total includes loading the URDF, symbolic generation of every function,
+separately). The sums of each function's symbolic and compilation seconds (CPU time in the
+workers, which run in parallel) say where the time goes. The total includes loading the URDF, symbolic generation of every function,
 C compilation, the cffi extension and rbdgen's verification against its reference.
 
 A script, not a test: pytest never collects it.
@@ -16,6 +17,7 @@ A script, not a test: pytest never collects it.
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -26,7 +28,7 @@ import rbdgen  # noqa: E402
 from rbdgen import examples  # noqa: E402
 
 T_IMPORT = time.perf_counter() - T_IMPORT
-TARGETS = {"panda": 10.0, "talos": 90.0}
+TARGETS = {"panda": 8.0, "talos": 25.0}     # issue 20, on 2 cores
 
 
 def build_once(name, keep, algorithms=None):
@@ -51,12 +53,16 @@ def build_once(name, keep, algorithms=None):
     total = time.perf_counter() - t0
     target = TARGETS.get(name)
     verdict = "" if target is None else f"  (target {target:.0f} s: {'met' if total <= target else 'NOT met'})"
+    seconds = [re.search(r"symbolic ([\d.]+) s, C ([\d.]+) s, compile ([\d.]+) s", st["message"]) for st in stages]
+    symbolic, rendering, compiling = (sum(float(m[k]) for m in seconds if m) for k in (1, 2, 3))
     print(f"  total {total:.2f} s for {len(module.operation_counts)} functions, "
-          f"{sum(module.operation_counts.values())} operations{verdict}", flush=True)
+          f"{sum(module.operation_counts.values())} operations{verdict}; summed over the workers: "
+          f"symbolic {symbolic:.1f} s, C rendering {rendering:.1f} s, compilation {compiling:.1f} s", flush=True)
     if not keep:
         import shutil
         shutil.rmtree(out, ignore_errors=True)
-    return {"robot": name, "total_s": total, "target_s": target, "stages": stages,
+    return {"robot": name, "total_s": total, "target_s": target, "stages": stages, "symbolic_s": symbolic,
+            "rendering_s": rendering, "compile_s": compiling,
             "functions": len(module.operation_counts), "operations": sum(module.operation_counts.values())}
 
 

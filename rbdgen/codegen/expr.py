@@ -317,7 +317,8 @@ def power(x, exponent):
         return _product(coeff, {base: _exponent(e * exponent) for base, e in x.factors.items()})
     if type(x) is Mul and len(x.factors) == 1 and x.coeff == 1:
         (base, e), = x.factors.items()
-        return _product(1, {base: _exponent(e * exponent)})
+        if type(e) is not int:   # (sqrt(b))^k = b^(k/2): b >= 0 already; but sqrt(b^2) = |b|, not b
+            return _product(1, {base: _exponent(e * exponent)})
     return Mul(1, {x: exponent})
 
 
