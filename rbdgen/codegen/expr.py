@@ -7,7 +7,7 @@ exact zeros and ones dropped (that is how the model's sparsity prunes the code),
 products flattened with like terms and like factors collected (x y - y x is 0, x x is x^2), and
 a structural hash so that equal expressions are found in a dict. SymPy did this through its
 assumptions system and canonical ordering, which cost 45 % of a build's CPU time; this does
-only that, in plain Python, about thirty times faster.
+only that, in plain Python, about ten times faster (Panda's symbolic work: 15 s -> 1.5 s).
 
 Canonical forms (so that equal values of one structure compare equal):
 - numbers are Python ints and floats, never nodes;
@@ -18,8 +18,8 @@ Canonical forms (so that equal values of one structure compare equal):
 
 A number times a sum stays a product (c (a + b): one multiplication instead of one per term)
 unless spreading it costs no more (a sign, or 0.5 (2 a + 2 b)): then the terms collect with
-their neighbours'. Terms and factors keep the order in which they were
-first met, so a program prints the same way in every run.
+their neighbours'. Terms and factors keep the order in which they were first met, so a program
+prints the same way in every run.
 """
 
 import math
