@@ -1,9 +1,10 @@
 """URDF -> symbolic run -> C -> cffi extension -> generated/<robot>/, verified and cached.
 
 A module is built and verified in a temporary folder and installed under a lock by one
-atomic rename; when it may be reused instead is decided in codegen/cache.py. The C files are
-compiled in parallel by the C compiler; cffi (API mode, out of line) compiles only its small
-wrapper, in a child process so that its output can be captured and its chdir stays there.
+atomic rename; when it may be reused instead is decided in codegen/cache.py. The C files,
+the functions' and the glue's, are compiled in parallel by the C compiler; cffi (API mode, out
+of line) only writes the C of its small wrapper, which compiles beside them, and the objects
+are linked into the extension directly.
 """
 
 import concurrent.futures
