@@ -382,31 +382,34 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     bodies = sorted({f.body for f in frames})
     frame_entries = [(fr.name, fr.body, placement_entries(fr.placement)) for fr in frames]
     # The glue needs only the signatures, so it compiles beside the functions rather than after them.
-    glue = {}
-    glue[f"{prefix}_batch.c"] = (render_batch(module, header, signatures), flags + ["-fopenmp"])
-    glue[f"{prefix}_info.c"] = (render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
-                                            frame_entries), flags)
+    glue = {}   # file -> its compiler flags
+
+    def write_glue(name, text, glue_flags):
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+        glue[name] = glue_flags
+
+    write_glue(f"{prefix}_batch.c", render_batch(module, header, signatures), flags + ["-fopenmp"])
+    write_glue(f"{prefix}_info.c", render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
+                                               frame_entries), flags)
     # CasADi's external interface (in the extension and in an export, for casadi.external)
     api = f"{prefix}_casadi_api.h"
     bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
     shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
-    glue[f"{prefix}_casadi.c"] = (render_casadi(module, header, api, [dict(sig, bodies=bodies) for sig in signatures],
-                                                model.nq == model.nv, frame_entries), GLUE_FLAGS)
+    write_glue(f"{prefix}_casadi.c", render_casadi(module, header, api, [dict(sig, bodies=bodies) for sig in signatures],
+                                                   model.nq == model.nv, frame_entries), GLUE_FLAGS)
     # the entry points' fixed code, which the rendered tables of calls.c include
     for name in ("entry_points.c", "entry_points.h"):
         shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
     calls = render_calls(module, header, signatures, model.nq, model.nv, frame_entries)
     with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
         f.write(calls)
-    glue[f"{extension}.c"] = (_cffi_source(work, extension, header, calls, f"rbdgen_{module}_entry_points"),
-                              _python_extension_flags())
-    for name, (text, _) in glue.items():
-        with open(os.path.join(work, name), "w") as f:
-            f.write(text)
+    _emit_cffi_source(work, extension, header, calls, f"rbdgen_{module}_entry_points")
+    glue[f"{extension}.c"] = _python_extension_flags()
     jobs = [(_COST.get(spec.name, 1), _generate_function, (model, module, spec.name, cse, work, header, flags,
                                                         bodies, contacts)) for spec in specs]
     jobs += [(_COST["glue"], compile_source, (os.path.join(work, name), glue_flags, work))
-             for name, (_, glue_flags) in glue.items()]
+             for name, glue_flags in glue.items()]
     # The costliest first, so the workers finish together.
     jobs.sort(key=lambda job: -job[0])
     results = {}
@@ -483,10 +486,11 @@ def compile_source(source, flags, work):
     return obj
 
 
-def _cffi_source(work, extension, header, calls, entry_points):
-    """The C of the cffi extension: the C functions' Python wrappers (cffi's out-of-line API
-    mode) and the direct entry points of `calls`. Compiled and linked here, with the function
-    objects, rather than through setuptools, so that it compiles beside them."""
+def _emit_cffi_source(work, extension, header, calls, entry_points):
+    """Write the C of the cffi extension, <extension>.c: the C functions' Python wrappers
+    (cffi's out-of-line API mode) and the direct entry points of `calls`. Compiled and linked
+    here, with the function objects, rather than through setuptools, so that it compiles
+    beside them."""
     from cffi import FFI
     cdef = [f"void *{entry_points}(void *fallbacks);"]
     with open(os.path.join(work, header)) as f:
@@ -496,11 +500,8 @@ def _cffi_source(work, extension, header, calls, entry_points):
     ffi = FFI()
     ffi.cdef("\n".join(cdef))
     ffi.set_source(extension, calls)
-    path = os.path.join(work, f"{extension}.c")
     with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <path>"
-        ffi.emit_c_code(path)
-    with open(path) as f:
-        return f.read()
+        ffi.emit_c_code(os.path.join(work, f"{extension}.c"))
 
 
 def _python_extension_flags():

@@ -2,7 +2,7 @@
 
 import re
 
-from .expr import Expr, product_parts, scale
+from .expr import Expr, product_parts, term_times
 
 _IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
 
@@ -56,7 +56,7 @@ class SlotPrinter:
     def _sum(self, x):
         parts = [_number(x.const)] if x.const != 0 else []
         for term, c in x.terms.items():
-            text = self._print(scale(term, c))
+            text = self._print(term_times(term, c))
             if not parts:
                 parts.append(text)
             elif text.startswith("-"):

@@ -9,7 +9,7 @@ divisions last, so the rounding is the C's up to contraction into fused multiply
 
 import numpy as np
 
-from .expr import Expr, product_parts, scale
+from .expr import Expr, product_parts, term_times
 from .recorder import SinCos
 
 _FUNCTIONS = {"sin": np.sin, "cos": np.cos, "atan2": np.arctan2}
@@ -44,7 +44,7 @@ class _Evaluator:
         if x.is_Add:
             total = None if x.const == 0 else float(x.const)
             for term, c in x.terms.items():
-                value = self(scale(term, c))
+                value = self(term_times(term, c))
                 total = value if total is None else total + value
             return total
         if x.is_Mul:

@@ -51,7 +51,7 @@ class Expr:
     __slots__ = ("_hash", "_free")
     __array_ufunc__ = None     # NumPy scalars defer to the reflected operators below
 
-    is_Symbol = is_Add = is_Mul = is_Call = is_Number = False
+    is_Symbol = is_Add = is_Mul = is_Call = False
 
     def __hash__(self):
         return self._hash
@@ -124,53 +124,56 @@ class Symbol(Expr):
         return ()
 
 
-class Add(Expr):
-    """const + sum of coefficient * term."""
+class _Collected(Expr):
+    """A number and a dict of expressions to numbers: a sum's constant and {term: coefficient},
+    or a product's coefficient and {base: exponent}. Equal when both are, whatever the order."""
 
-    __slots__ = ("const", "terms")
-    is_Add = True
+    __slots__ = ("number", "items")
     __hash__ = Expr.__hash__
 
-    def __init__(self, const, terms):
-        self.const = const
-        self.terms = terms
-        self._hash = hash((const, frozenset(terms.items())))
+    def __init__(self, number, items):
+        self.number = number
+        self.items = items
+        self._hash = hash((number, frozenset(items.items())))
         self._free = None
 
     def __eq__(self, other):
-        return self is other or (type(other) is Add and other._hash == self._hash and other.const == self.const
-                                 and other.terms == self.terms)
+        return self is other or (type(other) is type(self) and other._hash == self._hash
+                                 and other.number == self.number and other.items == self.items)
 
     def _children(self):
-        return self.terms.keys()
+        return self.items.keys()
 
 
-class Mul(Expr):
+class Add(_Collected):
+    """const + sum of coefficient * term."""
+
+    __slots__ = ()
+    is_Add = True
+    const = property(lambda self: self.number)
+    terms = property(lambda self: self.items)
+
+
+class Mul(_Collected):
     """coeff * product of base ** exponent."""
 
-    __slots__ = ("coeff", "factors", "_key")
+    __slots__ = ("_key",)
     is_Mul = True
-    __hash__ = Expr.__hash__
+    coeff = property(lambda self: self.number)
+    factors = property(lambda self: self.items)
 
     def __init__(self, coeff, factors):
-        self.coeff = coeff
-        self.factors = factors
+        self.number = coeff
+        self.items = factors
         self._hash = hash((coeff, frozenset(factors.items())))
         self._free = None
         self._key = None
-
-    def __eq__(self, other):
-        return self is other or (type(other) is Mul and other._hash == self._hash and other.coeff == self.coeff
-                                 and other.factors == self.factors)
-
-    def _children(self):
-        return self.factors.keys()
 
     @property
     def key(self):
         """The product without its coefficient (self when the coefficient is 1)."""
         if self._key is None:
-            self._key = self if self.coeff == 1 else _product(1, self.factors)
+            self._key = self if self.number == 1 else _product(1, self.items)
         return self._key
 
 
@@ -201,7 +204,7 @@ def free_symbols(x):
 def split_coefficient(x):
     """(c, term) with x = c * term and term free of a numeric factor."""
     if type(x) is Mul:
-        return x.coeff, x.key
+        return x.number, x.key
     return 1, x
 
 
@@ -227,6 +230,16 @@ def _sum(const, terms):
     return Add(const, terms)
 
 
+def term_times(term, c):
+    """c * term as one term of a sum prints and evaluates: a product, never a sum spread out
+    (the printer's parentheses and the evaluator's order follow this node)."""
+    if c == 1:
+        return term
+    if type(term) is Mul:
+        return _product(term.number * c, term.items)
+    return Mul(c, {term: 1})
+
+
 def scale(x, c):
     """c * x for a number c."""
     if c == 0:
@@ -234,10 +247,10 @@ def scale(x, c):
     if c == 1:
         return x
     if type(x) is Mul:
-        coeff = x.coeff * c
-        return _product(coeff, x.factors) if coeff != 0 else 0
+        coeff = x.number * c
+        return _product(coeff, x.items) if coeff != 0 else 0
     if type(x) is Add and _distributes(x, c):
-        return _sum(x.const * c, {term: coeff * c for term, coeff in x.terms.items()})
+        return _sum(x.number * c, {term: coeff * c for term, coeff in x.items.items()})
     if isinstance(x, Expr):
         return Mul(c, {x: 1})
     return x * c
@@ -249,14 +262,14 @@ def _distributes(x, c):
     turns the terms' coefficients into signs (0.5 (2 a - 2 b))."""
     if c == -1:
         return True
-    kept = 1 + sum(1 for coeff in x.terms.values() if abs(coeff) != 1)
-    spread = sum(1 for coeff in x.terms.values() if abs(coeff * c) != 1)
+    kept = 1 + sum(1 for coeff in x.items.values() if abs(coeff) != 1)
+    spread = sum(1 for coeff in x.items.values() if abs(coeff * c) != 1)
     return spread <= kept
 
 
 def _as_factors(x):
     if type(x) is Mul:
-        return x.coeff, x.factors
+        return x.number, x.items
     return 1, {x: 1}
 
 
@@ -293,8 +306,8 @@ def add(a, b):
         if n is not None:
             const += n
         elif type(x) is Add:
-            const += x.const
-            for term, c in x.terms.items():
+            const += x.number
+            for term, c in x.items.items():
                 terms[term] = terms.get(term, 0) + c
         else:
             c, term = split_coefficient(_expr(x))
@@ -313,10 +326,10 @@ def power(x, exponent):
     if exponent == 1:
         return x
     if type(x) is Mul and type(exponent) is int:
-        coeff = x.coeff ** exponent if exponent > 0 else 1 / x.coeff ** -exponent
-        return _product(coeff, {base: _exponent(e * exponent) for base, e in x.factors.items()})
-    if type(x) is Mul and len(x.factors) == 1 and x.coeff == 1:
-        (base, e), = x.factors.items()
+        coeff = x.number ** exponent if exponent > 0 else 1 / x.number ** -exponent
+        return _product(coeff, {base: _exponent(e * exponent) for base, e in x.items.items()})
+    if type(x) is Mul and len(x.items) == 1 and x.number == 1:
+        (base, e), = x.items.items()
         if type(e) is not int:   # (sqrt(b))^k = b^(k/2): b >= 0 already; but sqrt(b^2) = |b|, not b
             return _product(1, {base: _exponent(e * exponent)})
     return Mul(1, {x: exponent})
@@ -372,11 +385,11 @@ def if_less(x, threshold, below, above):
 def product_parts(m):
     """How a Mul is evaluated (printer, evaluator and operation count agree on it):
     (negative, |coefficient| or None when 1, [(base, exponent > 0)], [(base, -exponent)] divisors)."""
-    coeff = m.coeff
+    coeff = m.number
     negative = coeff < 0
     magnitude = -coeff if negative else coeff
     numerator, denominator = [], []
-    for base, e in m.factors.items():
+    for base, e in m.items.items():
         if e < 0 and type(e) is int:
             denominator.append((base, -e))
         else:
@@ -391,8 +404,8 @@ def flops(x):
     if not isinstance(x, Expr) or x.is_Symbol:
         return 0
     if x.is_Add:
-        count = len(x.terms) - (x.const == 0)
-        for term, c in x.terms.items():
+        count = len(x.items) - (x.number == 0)
+        for term, c in x.items.items():
             count += flops(term) + (abs(c) != 1)
         return count
     if x.is_Mul:
