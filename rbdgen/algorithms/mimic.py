@@ -94,6 +94,19 @@ def minv(model, ops, q):
     return [[columns[min(i, j)][max(i, j)] for j in range(n)] for i in range(n)]
 
 
+def factors_of_m(model, ops, q):
+    """M = L^T D L factorized along elimination_parents, packed (fd_crba.packed_factors), in
+    an n x n block whose other entries are zero: M^-1 is then solved after the program, by a
+    loop (codegen.solves)."""
+    _aba.check_invertible(model)
+    lam = elimination_parents(model)
+    packed = _fd_crba.packed_factors(ops, _fd_crba.ltdl(ops, [list(row) for row in crba(model, ops, q)], lam), lam)
+    return packed + [0] * (model.nv * model.nv - len(packed))
+
+
+factors_of_m.applies = lambda model: True
+
+
 def minv_times(model, ops, q, tau):
     if not model.has_mimic:
         return _minv.minv_times(model, ops, q, tau)

@@ -182,3 +182,8 @@ def analytic_gravity_derivatives(model, ops, q):
 @_variant
 def analytic_aba_derivatives(model, ops, q, v, tau):
     return derivatives.aba_derivatives(model, ops, q, v, tau, analytic_rnea_derivatives)
+
+
+@_variant
+def analytic_aba_derivatives_factored(model, ops, q, v, tau):
+    return derivatives.aba_derivatives_factored(model, ops, q, v, tau, analytic_rnea_derivatives)

@@ -101,8 +101,9 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
     (for a function of a frame, the program of the frames on `body`).
 
-    A function with variants (other algorithms for the same outputs) keeps the shortest
-    program whose forward error, measured against extended precision on ACCURACY_STATES
+    A function with variants (other algorithms for the same outputs) keeps the cheapest
+    program (its operations; solves left to loops after it at their estimated cost,
+    codegen.solves) whose forward error, measured against extended precision on ACCURACY_STATES
     seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
     table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
     and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
@@ -112,7 +113,14 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     def program_of(function):
         run = (lambda ops, *args: function(model, ops, body, *args)) if spec.per_body else \
             (lambda ops, *args: function(model, ops, *args))
-        return optimize(record(run, inputs, spec.output(model)), cse=cse)
+        program = optimize(record(run, inputs, spec.output(model)), cse=cse)
+        program.counts["cost"] = program.counts["operations"]
+        solve = getattr(function, "solve", None)
+        if solve is not None:
+            program.solve = solve(model)
+            program.counts["operations"] += program.solve.operations()
+            program.counts["cost"] += program.solve.cost()
+        return program
 
     variants = tuple(v for v in spec.variants if v.applies(model))
     if not variants:
@@ -126,7 +134,8 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
              placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
     yardstick = Yardstick(model, spec, states, body)
     preferred = tuple(v for v in variants if getattr(v, "preferred", False))
-    rounds = (preferred, (spec.run,)) if preferred else ((spec.run,) + variants,)
+    others = tuple(v for v in variants if v not in preferred)
+    rounds = (preferred, (spec.run,) + others) if preferred else ((spec.run,) + variants,)
     measured = []
     for functions in rounds:
         for function in functions:
@@ -136,21 +145,25 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
         if accurate:
             break
     # none within budget (the optimizer lost digits even in the table's algorithm): the most accurate
-    kept = min(accurate, key=lambda m: m[1].counts["operations"]) if accurate else min(measured, key=lambda m: m[2])
+    kept = min(accurate, key=lambda m: m[1].counts["cost"]) if accurate else min(measured, key=lambda m: m[2])
     if choice is not None:
         choice.update(kept=_algorithm_name(kept[0], spec), error=kept[2], budget=yardstick.budget,
                       reference_error=yardstick.reference_error,
-                      candidates={_algorithm_name(f, spec): {"operations": p.counts["operations"], "error": e}
+                      candidates={_algorithm_name(f, spec): {"operations": p.counts["operations"], "cost": p.counts["cost"],
+                                                              "error": e}
                                   for f, p, e in measured})
     return kept[1]
 
 
 def describe_choice(name, choice):
     """One line on the program a function with variants kept, and why."""
-    others = [f"{algorithm} {c['operations']} operations, error {c['error']:.1e}"
+    def size(c):
+        return f"{c['operations']} operations" + (f", cost {c['cost']:.0f}" if c["cost"] != c["operations"] else "")
+
+    others = [f"{algorithm} {size(c)}, error {c['error']:.1e}"
               for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
     kept = choice["candidates"][choice["kept"]]
-    return (f"{name}: kept {choice['kept']} ({kept['operations']} operations, error {choice['error']:.1e} "
+    return (f"{name}: kept {choice['kept']} ({size(kept)}, error {choice['error']:.1e} "
             f"within {choice['budget']:.1e} / {SELECTION_MARGIN})" + (f"; also measured {'; '.join(others)}" if others else ""))
 
 

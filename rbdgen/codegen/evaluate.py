@@ -28,8 +28,10 @@ def evaluate(program, inputs):
                 env[st.sin], env[st.cos] = np.sin(angle), np.cos(angle)
             else:
                 env[st.target] = value(st.expr)
-        outputs = [np.broadcast_to(value(e), (batch,)) for e in program.outputs]
-    return np.stack(outputs, axis=-1).reshape((batch,) + tuple(program.output_shape))
+        outputs = np.stack([np.broadcast_to(value(e), (batch,)) for e in program.outputs], axis=-1)
+    if program.solve is not None:
+        program.solve.apply(outputs)
+    return outputs.reshape((batch,) + tuple(program.output_shape))
 
 
 class _Evaluator:

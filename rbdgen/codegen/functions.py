@@ -13,6 +13,7 @@ from typing import Callable
 from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, minv, regressor, rnea_derivatives
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..spatial import forces_from_rows
+from .solves import Block, FactorSolve
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,23 @@ class FunctionSpec:
     variants: tuple = ()     # other algorithms for the same outputs (each with .applies(model)); the
                              # generator records every one that applies and keeps the shortest program
                              # (only the variants, if one that applies is .preferred)
+
+
+def _solved_after(function, blocks, factors):
+    """`function` as a variant whose program leaves solves with M's factors to a loop after it
+    (codegen.solves): its `solve(model)` says which output blocks, and where the factors are."""
+    function.solve = lambda model: FactorSolve(tuple(mimic.elimination_parents(model)), factors(model),
+                                               tuple(blocks(model)))
+    return function
+
+
+# aba_derivatives' three blocks: -M^-1 d rnea / dq, -M^-1 d rnea / dv, and M^-1 where the
+# program left the factors
+_ABA_DERIVATIVE_BLOCKS = (lambda m: (Block(0, -1), Block(m.nv * m.nv, -1), Block(2 * m.nv * m.nv, 1, True)),
+                          lambda m: 2 * m.nv * m.nv)
+_solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: 0)
+_solved_after(derivatives.aba_derivatives_factored, *_ABA_DERIVATIVE_BLOCKS)
+_solved_after(rnea_derivatives.analytic_aba_derivatives_factored, *_ABA_DERIVATIVE_BLOCKS)
 
 
 INPUT_SIZES = {
@@ -94,7 +112,7 @@ FUNCTIONS = [
                  costly=True),
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
                  "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).",
-                 variants=(minv.minv_in_fixed_frame,)),
+                 variants=(minv.minv_in_fixed_frame, mimic.factors_of_m)),
     FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), mimic.minv_times,
                  "M(q)^-1 tau in O(n)."),
     FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.fd_crba,
@@ -187,7 +205,8 @@ FUNCTIONS += [
     FunctionSpec("aba_derivatives", ("q", "v", "tau"), lambda m: (3 * m.nv * m.nv,), derivatives.aba_derivatives,
                  "d qdd / dq, d qdd / dv and d qdd / d tau = M^-1 (Pinocchio's computeABADerivatives).",
                  parts=_square_parts("ddq_dq", "ddq_dv", "ddq_dtau"), costly=True,
-                 variants=(rnea_derivatives.analytic_aba_derivatives,)),
+                 variants=(rnea_derivatives.analytic_aba_derivatives, rnea_derivatives.analytic_aba_derivatives_factored,
+                           derivatives.aba_derivatives_factored)),
     # rnea_derivatives(q, v, 0) gives the same: built when named
     FunctionSpec("nle_derivatives", ("q", "v"), lambda m: (2 * m.nv * m.nv,), derivatives.nle_derivatives,
                  "d nle / dq and d nle / dv.", parts=_square_parts("dnle_dq", "dnle_dv"), default=False,

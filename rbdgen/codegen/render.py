@@ -149,7 +149,9 @@ def kernel_data(program, part_statements):
         else:
             first[e] = k
             outputs.append((k, final.expression(e)))
-    zeros = [k for k, e in enumerate(program.outputs) if e == 0]
+    # entries the solve after the program overwrites (an identity block) need no zeros first
+    solved = [k for r in program.solve.overwritten() for k in r] if program.solve else []
+    zeros = sorted(set(k for k, e in enumerate(program.outputs) if e == 0) - set(solved))
     # The program runs on vectors of states too (rbdgen_lanes) when its expressions are
     # arithmetic and square roots: a conditional (IfLess) or another function has no vector form.
     texts = [line.get("expr", "") for lines in rendered for line in lines] + [v for _, v in outputs]
@@ -160,7 +162,7 @@ def kernel_data(program, part_statements):
     chunked = len(parts) > 1
     output_chunks = [outputs[k:k + part_statements] for k in range(0, len(outputs), part_statements)] if chunked else []
     copy_chunks = [copies[k:k + part_statements] for k in range(0, len(copies), part_statements)] if chunked else []
-    return dict(parts=rendered, lanes=lanes, unused=unused, workspace=len(slot), outputs=outputs, copies=copies,
+    return dict(parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused, workspace=len(slot), outputs=outputs, copies=copies,
                 output_chunks=output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
                 zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
 

@@ -1,0 +1,86 @@
+"""Solves with M's factors after the program, in loops (rbdgen/codegen/solves.py).
+
+1. The NumPy mirror of the C loop (what the generator measures a program's digits with) gives
+   fd_crba's straight-line solve bit for bit, column by column, and M^-1 B to rounding, on
+   random trees with branches, a free-flyer and multi-coordinate joints.
+2. Generated code: Solo12's aba_derivatives keeps the factored program, whose C solves in a
+   loop after the program; its values are Pinocchio's (the batch against the single calls is
+   tests/test_lanes.py, every build checks against the reference).
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from helpers import pinocchio_model
+from rbdgen.algorithms import fd_crba, mimic
+from rbdgen.codegen.solves import Block, FactorSolve
+from rbdgen.runtime.reference import OPS
+from trees import random_state, random_tree
+
+SOLVE_TOL = 1e-10    # against NumPy's dense solve, relative to the largest entry (cond(M) up to ~1e4)
+
+
+@pytest.mark.parametrize("seed, floating", [(1, False), (2, True), (3, True)])
+def test_loop_solve_is_the_straight_line_solve(seed, floating):
+    model = random_tree(seed, 9, floating_base=floating)
+    rng = np.random.default_rng(seed)
+    n, states = model.nv, 3
+    lam = mimic.elimination_parents(model)
+    solve = FactorSolve(tuple(lam), 2 * n * n, (Block(0, -1), Block(n * n, 1), Block(2 * n * n, 1, True)))
+    out = np.zeros((states, 3 * n * n))
+    expected = []
+    for s in range(states):
+        q, _, _ = random_state(model, rng)
+        M = np.array(mimic.crba(model, OPS, q), dtype=float)
+        factors = fd_crba.ltdl(OPS, [list(row) for row in M], lam)
+        packed = fd_crba.packed_factors(OPS, factors, lam)
+        B1, B2 = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        out[s, :2 * n * n] = np.concatenate([B1.ravel(), B2.ravel()])
+        out[s, 2 * n * n:2 * n * n + len(packed)] = packed
+        columns = [[-x for x in fd_crba.ltdl_solve(OPS, factors, lam, list(B1[:, c]))] for c in range(n)] + \
+                  [fd_crba.ltdl_solve(OPS, factors, lam, list(B2[:, c])) for c in range(n)] + \
+                  [fd_crba.ltdl_solve(OPS, factors, lam, list(np.eye(n)[:, c])) for c in range(n)]
+        blocks = [np.array(columns[k * n:(k + 1) * n]).T for k in range(3)]
+        upper = np.triu(blocks[2])
+        blocks[2] = upper + np.triu(upper, 1).T
+        expected.append((blocks, M, B1, B2))
+    solve.apply(out)
+    for s, (blocks, M, B1, B2) in enumerate(expected):
+        got = out[s].reshape(3, n, n)
+        for k in range(3):
+            assert np.array_equal(got[k], blocks[k]), f"block {k}, state {s}"
+        for block, truth in zip(got, (-np.linalg.solve(M, B1), np.linalg.solve(M, B2), np.linalg.inv(M))):
+            assert np.abs(block - truth).max() <= SOLVE_TOL * np.abs(truth).max()
+        assert np.array_equal(got[2], got[2].T)
+
+
+def test_factor_solve_counts_and_cost():
+    """A chain of 3: L has 3 entries (1 -> 0, 2 -> 1 and 0)."""
+    solve = FactorSolve((-1, 0, 1), 0, (Block(0, 1, True),))
+    assert solve.row_starts() == [0, 0, 1, 3] and solve.packed_size() == 6
+    assert solve.operations() == 3 * (3 + 4 * 3)
+    assert [list(r) for r in solve.overwritten()] == [list(range(9))]
+    assert solve.cost() > 0
+
+
+AGREE_TOL = 1e-9      # relative to the largest entry of each derivative block
+
+
+def test_solo12_aba_derivatives_solve_after_the_program(bridge_modules):
+    module, model = bridge_modules["solo12"]
+    choice = module._META["functions"]["aba_derivatives"]["accuracy"]
+    assert choice["kept"] == "analytic_aba_derivatives_factored", choice
+    source = open(module.__file__.rsplit("/", 1)[0] + f"/rbdgen_{module._META['module']}_aba_derivatives.c").read()
+    assert "_solve_identity(" in source and "_solve_block(" in source
+    pm = pinocchio_model("solo12")
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, tau = rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
+        pin.computeABADerivatives(pm, data, q, v, tau)
+        ours = module.aba_derivatives(q, v, tau)
+        for block, truth in zip(ours, (data.ddq_dq, data.ddq_dv, data.Minv)):
+            truth = np.triu(truth) + np.triu(truth, 1).T if truth is data.Minv else truth
+            assert np.abs(block - truth).max() <= AGREE_TOL * np.abs(truth).max()
