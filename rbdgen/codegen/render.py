@@ -150,7 +150,7 @@ def kernel_data(program, part_statements):
             first[e] = k
             outputs.append((k, final.expression(e)))
     # entries the solve after the program overwrites (an identity block) need no zeros first
-    solved = [k for r in program.solve.overwritten() for k in r] if program.solve else []
+    solved = program.solve.overwritten() if program.solve else []
     zeros = sorted(set(k for k, e in enumerate(program.outputs) if e == 0) - set(solved))
     # The program runs on vectors of states too (rbdgen_lanes) when its expressions are
     # arithmetic and square roots: a conditional (IfLess) or another function has no vector form.

@@ -54,9 +54,11 @@ class FactorSolve:
         return self.n + self.row_starts()[-1]
 
     def overwritten(self):
-        """The output entries the solve writes whatever the program stored there."""
-        n2 = self.n * self.n
-        return [range(b.start, b.start + n2) for b in self.blocks if b.identity]
+        """The output entries the program need not write: the solve writes them, whatever was
+        there, and does not read them (an identity block's, the packed factors' apart: those
+        are read, zeros included)."""
+        n2, factors = self.n * self.n, range(self.factors, self.factors + self.packed_size())
+        return [k for b in self.blocks if b.identity for k in range(b.start, b.start + n2) if k not in factors]
 
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
