@@ -41,6 +41,9 @@ from rbdgen.runtime.states import random_state
 HERE = os.path.dirname(os.path.abspath(__file__))
 # ../shared/bench/ beside the repository (its parent folder holds shared/)
 BUILD_PIN_BENCH = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "build_pin_bench.sh")
+# What pin_bench does not time (constraintDynamics + computeConstraintDynamicsDerivatives): our
+# own pin_extra.cpp, built the same way, beside pin_bench
+BUILD_PIN_EXTRA = os.path.join(HERE, "pin_extra", "build.sh")
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda", "solo12", "talos")
 FLAGS = compile_flags(native=True)     # rbdgen's, for our C, the driver and adam's C alike
@@ -52,6 +55,7 @@ TARGETS = {"ur5": 6.0, "panda": 6.0, "solo12": 4.0, "talos": 4.0}
 # only where seed 000 benchmarks them (four 3-D feet, two 6-D soles).
 TASK_TARGETS = {"frame_placement": 5.0, "frame_jacobian_local_world_aligned": 5.0, "eom": 4.0}
 CONTACT_TARGETS = {"solo12": 4.0, "talos": 4.0}
+CONTACT_DERIVATIVE_TARGETS = {"solo12": 2.0}     # issue 20
 # Goals of the derivatives and the regressor (issue 9)
 DERIVATIVE_TARGETS = {"ur5": 4.0, "panda": 4.0, "solo12": 2.5, "talos": 2.5}
 DERIVATIVE_NAMES = ("rnea_derivatives", "aba_derivatives")
@@ -65,14 +69,18 @@ PIN_NAMES = {"rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba", "jacobi
              "frame_placement": "frame_placement", "frame_jacobian_local_world_aligned": "frame_jacobian",
              "frame_classical_acceleration_local_world_aligned": "frame_classical_acceleration",
              "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle",
-             "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs", "regressor": "regressor"}
-CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics")
+             "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs", "regressor": "regressor",
+             "contact_dynamics_derivatives": "contact_dynamics_derivs"}
+CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics", "contact_dynamics_derivatives")
+PIN_EXTRA_NAMES = ("contact_dynamics_derivatives",)      # timed by pin_extra, not pin_bench
 
 
 def target_of(robot, fn):
     """The speed-up over Pinocchio that `fn` should reach on `robot` (None: no goal)."""
     if fn in MAIN:
         return TARGETS.get(robot)
+    if fn == "contact_dynamics_derivatives":
+        return CONTACT_DERIVATIVE_TARGETS.get(robot)
     if fn in CONTACT_PIN_NAMES:
         return CONTACT_TARGETS.get(robot)
     if fn in DERIVATIVE_NAMES:
@@ -94,6 +102,15 @@ def resolve_pin_bench(path):
     if not os.access(beside, os.X_OK):
         log(f"building pin_bench into {beside} (about 5 minutes) ...")
         subprocess.run(["bash", BUILD_PIN_BENCH, beside], check=True)
+    return beside
+
+
+def resolve_pin_extra(pin_bench):
+    """pin_extra beside pin_bench, built there once from benchmarks/pin_extra when missing."""
+    beside = os.path.join(os.path.dirname(os.path.abspath(pin_bench)), "pin_extra")
+    if not os.access(beside, os.X_OK):
+        log(f"building pin_extra into {beside} (about 3 minutes) ...")
+        subprocess.run(["bash", BUILD_PIN_EXTRA, beside], check=True)
     return beside
 
 
@@ -422,6 +439,10 @@ def bench_robot(name, urdf, floating, args, pin_bench):
                 export_runs.append(run([export_exe, inputs, str(calls)]))
             log(f"   round {r + 1}/{args.rounds}: pin_bench ...")
             pin_runs.append(run([pin_bench, urdf, "1" if floating else "0", str(calls), *pin_frames]))
+            if same_contacts and contacts and any(fn in PIN_EXTRA_NAMES for fn in order):
+                log(f"   round {r + 1}/{args.rounds}: pin_extra ...")
+                pin_runs[-1].update(run([resolve_pin_extra(pin_bench), urdf, "1" if floating else "0",
+                                         str(max(1, calls // 10)), *pin_frames]))
     rows = []
     for fn in order:
         gen = statistics.median(run_[fn] for run_ in gen_runs)

@@ -319,6 +319,9 @@ def test_generated_matches_reference(derivatives_module):
                                    ref.frame_acceleration_derivatives(model, q[0], v[0], a[0], frame))):
         assert_close(f"frame_acceleration_derivatives[{k}]", b, e, REL_TOL_GENERATED)
     tau = rng.normal(size=(4, model.nv))
+    # the KKT solves after the program, in loops (codegen.solves; tests/test_solves.py)
+    assert module._META["functions"]["contact_dynamics_derivatives"]["accuracy"]["kept"] == \
+        "contact_dynamics_derivatives_factored"
     for k, (b, e) in enumerate(zip(module.contact_dynamics_derivatives(q, v, tau, 0.01),
                                    ref.contact_dynamics_derivatives(model, q, v, tau, module.contacts, 0.01))):
         assert_close(f"contact_dynamics_derivatives[{k}]", b, e, REL_TOL_GENERATED)

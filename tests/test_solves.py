@@ -3,9 +3,13 @@
 1. The NumPy mirror of the C loop (what the generator measures a program's digits with) gives
    fd_crba's straight-line solve bit for bit, column by column, and M^-1 B to rounding, on
    random trees with branches, a free-flyer and multi-coordinate joints.
-2. Generated code: Solo12's aba_derivatives keeps the factored program, whose C solves in a
+2. The same for a KKT system, the contact rows above the tree's root (contact dynamics'
+   derivatives): against NumPy's dense solve, bit for bit against the straight-line solve,
+   with the factors the program knows to be zero left out (`compacted`).
+3. Generated code: Solo12's aba_derivatives keeps the factored program, whose C solves in a
    loop after the program; its values are Pinocchio's (the batch against the single calls is
-   tests/test_lanes.py, every build checks against the reference).
+   tests/test_lanes.py, every build checks against the reference). A module's
+   contact_dynamics_derivatives keeps the factored KKT program.
 """
 
 import numpy as np
@@ -13,7 +17,8 @@ import pinocchio as pin
 import pytest
 
 from helpers import pinocchio_model
-from rbdgen.algorithms import fd_crba, mimic
+from rbdgen.algorithms import derivatives, fd_crba, mimic
+from rbdgen.codegen.functions import contact_derivatives_factored
 from rbdgen.codegen.solves import Block, FactorSolve
 from rbdgen.runtime.reference import OPS
 from trees import random_state, random_tree
@@ -27,7 +32,7 @@ def test_loop_solve_is_the_straight_line_solve(seed, floating):
     rng = np.random.default_rng(seed)
     n, states = model.nv, 3
     lam = mimic.elimination_parents(model)
-    solve = FactorSolve(tuple(lam), 2 * n * n, (Block(0, -1), Block(n * n, 1), Block(2 * n * n, 1, True)))
+    solve = FactorSolve(tuple(lam), ((2 * n * n, n * n),), (Block(0, -1), Block(n * n, 1), Block(2 * n * n, 1, True)))
     out = np.zeros((states, 3 * n * n))
     expected = []
     for s in range(states):
@@ -55,9 +60,59 @@ def test_loop_solve_is_the_straight_line_solve(seed, floating):
         assert np.array_equal(got[2], got[2].T)
 
 
+def _support(model, body):
+    """The velocity coordinates of the joints from the root to `body`."""
+    coordinates = []
+    while body >= 0:
+        joint = model.joints[body]
+        coordinates += range(joint.idx_v, joint.idx_v + joint.nv)
+        body = model.parent[body]
+    return coordinates
+
+
+@pytest.mark.parametrize("seed, damping", [(4, 0.0), (5, 0.01)])
+def test_kkt_solve_after_the_program(seed, damping):
+    """Two contacts of 3 rows on a floating tree: G's rows reach only their bodies' supports."""
+    model = random_tree(seed, 9, floating_base=True)
+    rng = np.random.default_rng(seed)
+    n, rows = model.nv, 6
+    G = np.zeros((rows, n))
+    for k, body in enumerate(rng.choice(np.arange(1, model.nbodies), 2, replace=False)):
+        G[3 * k:3 * k + 3, _support(model, body)] = rng.standard_normal((3, len(_support(model, body))))
+    q, _, _ = random_state(model, rng)
+    M = np.array(mimic.crba(model, OPS, q), dtype=float)
+    factors, parents = derivatives.kkt_factors(OPS, [list(row) for row in M], [list(row) for row in G], damping,
+                                               mimic.elimination_parents(model))
+    packed = fd_crba.packed_factors(OPS, factors, parents)
+    solve = contact_derivatives_factored(None, rows).solve(model)
+    B = [rng.standard_normal((rows + n, n)) for _ in range(2)]       # [head; square] right sides
+    out = np.zeros(3 * n * n + 3 * rows * n)
+    for k, rhs in enumerate(B):
+        out[3 * n * n + k * rows * n:3 * n * n + (k + 1) * rows * n] = rhs[:rows].ravel()
+        out[k * n * n:(k + 1) * n * n] = rhs[rows:].ravel()
+    out[solve.factor_entries()] = packed
+    outputs = [float(x) for x in out]
+    solve = solve.compacted(outputs)
+    assert solve.row_starts()[-1] < len(packed) - solve.n, "the factors' zeros are left out"
+    got = solve.apply(np.array([outputs]))[0]
+
+    A = np.block([[-damping * np.eye(rows), -G], [-G.T, M]])
+    right = [-B[0], -B[1], np.vstack([np.zeros((rows, n)), np.eye(n)])]        # scales -1, -1, 1
+    for k, rhs in enumerate(right):
+        head = got[3 * n * n + k * rows * n:3 * n * n + (k + 1) * rows * n].reshape(rows, n)
+        square = got[k * n * n:(k + 1) * n * n].reshape(n, n)
+        straight = np.array([fd_crba.ltdl_solve(OPS, factors, parents, list(rhs[:, c])) for c in range(n)]).T
+        if k == 2:
+            upper = np.triu(straight[rows:])
+            straight[rows:] = upper + np.triu(upper, 1).T
+        assert np.array_equal(np.vstack([head, square]), straight), f"block {k}"
+        truth = np.linalg.solve(A, rhs)
+        assert np.abs(np.vstack([head, square]) - truth).max() <= SOLVE_TOL * np.abs(truth).max(), f"block {k}"
+
+
 def test_factor_solve_counts_and_cost():
     """A chain of 3: L has 3 entries (1 -> 0, 2 -> 1 and 0)."""
-    solve = FactorSolve((-1, 0, 1), 0, (Block(0, 1, True),))
+    solve = FactorSolve((-1, 0, 1), ((0, 9),), (Block(0, 1, True),))
     assert solve.row_starts() == [0, 0, 1, 3] and solve.packed_size() == 6
     assert solve.operations() == 3 * (3 + 4 * 3)
     assert solve.overwritten() == [6, 7, 8]      # the packed factors are read, zeros included

@@ -19,7 +19,8 @@ redundant contact set (never a crash, and the caller refuses the numbers).
 from dataclasses import dataclass
 
 from ..errors import ModelError
-from ..spatial import sum_terms
+from ..spatial import Force, sum_terms
+from .frames import placement_from_entries
 from . import fd_crba as _fd_crba
 from . import mimic
 
@@ -69,6 +70,30 @@ def constraint_drift(model, ops, contacts, q, v):
                                        classical=c.kind != "6d")
         gamma += [-x for x in _select(c, acc)]
     return gamma
+
+
+def contact_accelerations(model, ops, contacts, q, v, a):
+    """G a - gamma: the contacts' rows of their frames' accelerations at (q, v, a)."""
+    accelerations = []
+    for c in contacts:
+        accelerations += _select(c, mimic.frame_acceleration(model, ops, c.body, list(c.placement), q, v, a, "local",
+                                                            classical=c.kind != "6d"))
+    return accelerations
+
+
+def contact_wrenches(model, contacts, lam):
+    """The multipliers lambda as forces on the bodies (body coordinates, rnea's f_ext): rnea
+    with them is rnea - G^T lambda. A contact's rows are a wrench at its frame in frame axes
+    ([force; moment] for 6d, the force at the point for 3d, along the normal for 1d)."""
+    forces = [Force() for _ in range(model.full.nbodies)]
+    k = 0
+    for c in contacts:
+        rows = lam[k:k + c.rows]
+        k += c.rows
+        lin = rows[:3] if c.kind != "1d" else [n * rows[0] for n in c.normal]
+        ang = rows[3:6] if c.kind == "6d" else [0, 0, 0]
+        forces[c.body] = forces[c.body] + placement_from_entries(c.placement).inv_apply_force(Force(ang, lin))
+    return forces
 
 
 def _select(contact, rows):

@@ -239,6 +239,67 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     return out_qdd + out_lam
 
 
+def kkt_parents(lam, rows):
+    """The elimination parents of the KKT matrix [[-damping, -G], [-G^T, M]]: the contact rows
+    first, a chain above the root of M's tree (lam). Every coordinate has them all as
+    ancestors, so whatever rows of G are non-zero, factorizing from the last coordinate up fills
+    in nothing outside the tree: the coordinates are eliminated first and the rows' block
+    becomes -(G M^-1 G^T + damping), dense (Solo12: 66 entries below its diagonal)."""
+    return list(range(-1, rows - 1)) + [rows + j if j >= 0 else rows - 1 for j in lam]
+
+
+def kkt_factors(ops, M, G, damping, lam):
+    """(the L^T D L factors of [[-damping I, -G], [-G^T, M]] in place of its lower triangle,
+    the elimination parents kkt_parents), for M's tree `lam`."""
+    rows, n = len(G), len(M)
+    parents = kkt_parents(lam, rows)
+    K = [[0] * (rows + n) for _ in range(rows + n)]
+    for c in range(rows):
+        K[c][c] = -damping
+    for r in range(n):
+        K[rows + r][:rows] = [-G[c][r] for c in range(rows)]
+        K[rows + r][rows:rows + r + 1] = M[r][:r + 1]
+    return ltdl(ops, K, parents), parents
+
+
+def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, damping):
+    """contact_dynamics_derivatives without its solves: the right-hand sides of the KKT system
+    for d/dq and d/dv, and in the d/dtau blocks the packed factors of the KKT matrix
+    (kkt_parents); its L^T D L solves every column after the program, in loops
+    (codegen.solves). The unknowns of a column are the multipliers' and q-ddot's,
+        -damping dlambda - G dq-ddot = d/dx [G q-ddot - gamma]
+        -G^T dlambda + M dq-ddot = -d/dx [rnea(q, v, q-ddot) - G^T lambda],
+    with q-ddot and lambda held: the program writes the derivatives of rnea - G^T lambda and
+    of gamma - G q-ddot, and the solve scales by -1. q-ddot and lambda are solved with the
+    same factors. On Solo12 with four feet the straight-line solves were 75 000 of 98 000
+    operations."""
+    n = model.nv
+    G = constrained.constraint_rows(model, ops, contacts, q)
+    rows = len(G)
+    K, parents = kkt_factors(ops, mimic.crba(model, ops, q), G, damping[0], mimic.elimination_parents(model))
+    bias = mimic.nle(model, ops, q, v)
+    gamma = constrained.constraint_drift(model, ops, contacts, q, v)
+    solution = ltdl_solve(ops, K, parents, [-g for g in gamma] + [t - b for t, b in zip(tau, bias)])
+    lam = [ops.let("lam", 0, x) for x in solution[:rows]]
+    qdd = [ops.let("qdd", 0, x) for x in solution[rows:]]
+
+    wrenches = constrained.contact_wrenches(model, contacts, lam)
+
+    def residuals(m, o, q_, v_):
+        # rnea - G^T lambda, the multipliers as forces on the bodies, and minus the contacts'
+        # accelerations G q-ddot - gamma: no derivative of G itself, which forward mode would
+        # form entry by entry (Solo12: 9 600 operations for G's alone)
+        return mimic.rnea(m, o, q_, v_, qdd, wrenches) + \
+            [-x for x in constrained.contact_accelerations(m, o, contacts, q_, v_, qdd)]
+
+    dq, dv = derivatives_of(model, ops, residuals, [("q", q), ("v", v)], ("q", "v"))
+    packed = packed_factors(ops, K, parents)
+    packed += [0] * ((n + rows) * n - len(packed))
+    square = [packed[r * n:(r + 1) * n] for r in range(n)]
+    below = [packed[n * n + r * n:n * n + (r + 1) * n] for r in range(rows)]
+    return [dq[:n], dv[:n], square, dq[n:], dv[n:], below]
+
+
 # Above this many coordinates -M^-1 dtau is solved with fd_crba's sparse L^T D L of M instead
 # of multiplied by M^-1: the products cost 4 nv^3 operations (Talos: 180 000 operations, 47 us,
 # slower than Pinocchio); a solve touches only the ancestors of each coordinate. Below it the

@@ -117,7 +117,7 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
         program.counts["cost"] = program.counts["operations"]
         solve = getattr(function, "solve", None)
         if solve is not None:
-            program.solve = solve(model)
+            program.solve = solve(model).compacted(program.outputs)
             program.counts["operations"] += program.solve.operations()
             program.counts["cost"] += program.solve.cost()
         return program

@@ -46,10 +46,29 @@ def _solved_after(function, blocks, factors):
 # aba_derivatives' three blocks: -M^-1 d rnea / dq, -M^-1 d rnea / dv, and M^-1 where the
 # program left the factors
 _ABA_DERIVATIVE_BLOCKS = (lambda m: (Block(0, -1), Block(m.nv * m.nv, -1), Block(2 * m.nv * m.nv, 1, True)),
-                          lambda m: 2 * m.nv * m.nv)
-_solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: 0)
+                          lambda m: ((2 * m.nv * m.nv, m.nv * m.nv),))
+_solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: ((0, m.nv * m.nv),))
 _solved_after(derivatives.aba_derivatives_factored, *_ABA_DERIVATIVE_BLOCKS)
 _solved_after(rnea_derivatives.analytic_aba_derivatives_factored, *_ABA_DERIVATIVE_BLOCKS)
+
+
+def contact_derivatives_factored(contacts, rows):
+    """contact_dynamics_derivatives' variant whose KKT solves run after the program: the
+    blocks d/dq, d/dv and d/dtau, each q-ddot's n x n with the multipliers' rows x n as its
+    head; the factors of the KKT matrix in the d/dtau block (the identity's)."""
+    def contact_dynamics_derivatives_factored(model, ops, q, v, tau, d):
+        return derivatives.contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, d)
+
+    def solve(model):
+        n = model.nv
+        head = 3 * n * n
+        blocks = tuple(Block(k * n * n, 1 if k == 2 else -1, k == 2, head + k * rows * n) for k in range(3))
+        return FactorSolve(tuple(derivatives.kkt_parents(mimic.elimination_parents(model), rows)),
+                           ((2 * n * n, n * n), (head + 2 * rows * n, rows * n)), blocks, rows)
+
+    contact_dynamics_derivatives_factored.solve = solve
+    contact_dynamics_derivatives_factored.applies = lambda model: solve(model).fits()
+    return contact_dynamics_derivatives_factored
 
 
 INPUT_SIZES = {
@@ -259,7 +278,8 @@ def contact_functions(contacts):
                      lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, d),
                      "d/dq, d/dv and d/dtau of contact_dynamics' q-ddot and multipliers "
                      "(Pinocchio's computeConstraintDynamicsDerivatives).",
-                     parts=lambda model: _contact_derivative_parts(model, m), default=False),
+                     parts=lambda model: _contact_derivative_parts(model, m), default=False,
+                     variants=(contact_derivatives_factored(contacts, m),)),
         FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
                      lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
                      "Velocity after an impact on the declared contacts (seed 000 eq. 10): v+, impulses, pivots.",

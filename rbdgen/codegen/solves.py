@@ -13,52 +13,105 @@ generator's accuracy measurement (codegen.evaluate).
 """
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 
 @dataclass(frozen=True)
 class Block:
-    """An n x n row-major block of the output, solved in place: X <- scale M^-1 X.
+    """Columns of the output solved in place: X <- scale A^-1 X, A = L^T D L the factorized matrix.
 
-    `identity`: the block starts as the identity (the program leaves it to the solve), and its
-    upper triangle is mirrored (M^-1 exactly symmetric)."""
+    A column's unknowns after the solve's `head` are the rows of a square row-major block at
+    `start`; the head's (a KKT system's multipliers) are rows of the same width at `head_start`.
+    `identity`: the block starts as the identity below the head and zero in it (the program
+    leaves it to the solve), and the square part's upper triangle is mirrored (M^-1, or the
+    KKT system's projected inverse: symmetric exactly)."""
     start: int
     scale: int = 1
     identity: bool = False
+    head_start: int = 0
 
 
 @dataclass(frozen=True)
 class FactorSolve:
-    """After the program: solve the `blocks` with the factors the program stored, packed, at
-    `factors` in the output (1/D_0 .. 1/D_{n-1}, then each row's L entries along its
-    ancestors, rows in order; `packed_factors`). The factors may sit inside an identity
-    block: they are read before any block is written."""
+    """After the program: solve the `blocks` with the factors the program stored, packed
+    (1/D_0 .. 1/D_{n-1}, then each row's L entries along its ancestors, rows in order;
+    fd_crba.packed_factors), in the `factors` segments ((start, length), ...) of the output one
+    after the other. The factors may sit inside identity blocks: they are read before any
+    block is written. `head`: the leading unknowns that are not M's coordinates (the
+    multipliers of a KKT system whose contact rows sit above the root, see
+    derivatives.contact_dynamics_derivatives_factored); every block has n - head columns.
+    `pattern`: each row's ancestors whose L entries are packed (default: all; `compacted`
+    leaves out those the program knows to be zero)."""
     parents: tuple
-    factors: int
+    factors: tuple
     blocks: tuple
+    head: int = 0
+    pattern: tuple = None
 
     @property
     def n(self):
         return len(self.parents)
 
+    @property
+    def columns(self):
+        return self.n - self.head
+
+    def entries(self, i):
+        """The ancestors j of row i with an entry L[i, j], nearest first."""
+        return self.pattern[i] if self.pattern is not None else _ancestors(self.parents, i)
+
     def row_starts(self):
         """first[i]: where row i's L entries begin among the packed L entries; first[n]: their count."""
         starts = [0]
         for i in range(self.n):
-            starts.append(starts[-1] + len(_ancestors(self.parents, i)))
+            starts.append(starts[-1] + len(self.entries(i)))
         return starts
+
+    def compacted(self, outputs):
+        """This solve without the L entries that are exact zeros in the program's `outputs`
+        (a list, rewritten: the remaining factors packed again from the first entry). On a KKT
+        system most are: a foot's contact rows reach no coordinate of another leg, none of
+        the arms' (Solo12: 273 of 381 entries left, Talos ...)."""
+        entries, n = self.factor_entries(), self.n
+        values = [outputs[k] for k in entries]
+        kept, pattern, at = values[:n], [], n
+        for i in range(n):
+            row = []
+            for j in self.entries(i):
+                if not _is_exact_zero(values[at]):
+                    row.append(j)
+                    kept.append(values[at])
+                at += 1
+            pattern.append(tuple(row))
+        compact = replace(self, pattern=tuple(pattern))
+        for k in entries:
+            outputs[k] = 0
+        for k, x in zip(compact.factor_entries(), kept):
+            outputs[k] = x
+        return compact
 
     def packed_size(self):
         return self.n + self.row_starts()[-1]
+
+    def fits(self):
+        """Whether the segments hold the packed factors."""
+        return sum(length for _, length in self.factors) >= self.packed_size()
+
+    def factor_entries(self):
+        """The output entries that hold the packed factors, in order."""
+        entries = [k for start, length in self.factors for k in range(start, start + length)]
+        return entries[:self.packed_size()]
 
     def overwritten(self):
         """The output entries the program need not write: the solve writes them, whatever was
         there, and does not read them (an identity block's, the packed factors' apart: those
         are read, zeros included)."""
-        n2, factors = self.n * self.n, range(self.factors, self.factors + self.packed_size())
-        return [k for b in self.blocks if b.identity for k in range(b.start, b.start + n2) if k not in factors]
+        c, factors = self.columns, set(self.factor_entries())
+        solved = [k for b in self.blocks if b.identity
+                  for k in [*range(b.start, b.start + c * c), *range(b.head_start, b.head_start + self.head * c)]]
+        return [k for k in solved if k not in factors]
 
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
@@ -67,41 +120,47 @@ class FactorSolve:
         the factors against the programs' times: UR5 162 ns, Panda 321, Solo12 752, Talos 3278,
         straight-line code at 7.5 operations per ns; it predicts the faster of the two M^-1
         programs on all four (Talos factored, the others straight-line)."""
-        panels = -(-self.n // vector_width())
+        panels = -(-self.columns // vector_width())
         vector_operations = panels * (2 * self.row_starts()[-1] + 2 * self.n)
         return len(self.blocks) * (SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations)
 
     def operations(self):
         """Its floating-point operations: per block and column, the scaling by 1/D and two
         multiply-adds per entry of L."""
-        return len(self.blocks) * self.n * (self.n + 4 * self.row_starts()[-1])
+        return len(self.blocks) * self.columns * (self.n + 4 * self.row_starts()[-1])
 
     def apply(self, out):
         """The solve on outputs (batch, out_size) in place, in the C loop's order."""
-        n, first = self.n, self.row_starts()
-        packed = out[:, self.factors:self.factors + self.packed_size()].copy()
+        n, head, c, first = self.n, self.head, self.columns, self.row_starts()
+        packed = out[:, self.factor_entries()]
         dinv, L = packed[:, :n], packed[:, n:]
         for b in self.blocks:
-            X = out[:, b.start:b.start + n * n].reshape(-1, n, n)
+            X = np.zeros((out.shape[0], n, c))
             if b.identity:
-                X[:] = np.eye(n)
+                X[:, head:] = np.eye(c)
+            else:
+                X[:, :head] = out[:, b.head_start:b.head_start + head * c].reshape(len(out), head, c)
+                X[:, head:] = out[:, b.start:b.start + c * c].reshape(-1, c, c)
             for i in reversed(range(n)):        # L^T Y = X
-                for p, j in enumerate(_ancestors(self.parents, i), first[i]):
+                for p, j in enumerate(self.entries(i), first[i]):
                     X[:, j] = X[:, j] - L[:, p, None] * X[:, i]
             for i in range(n):                  # D Z = Y, then L X = Z
                 X[:, i] = X[:, i] * (b.scale * dinv[:, i, None])
-                for p, j in enumerate(_ancestors(self.parents, i), first[i]):
+                for p, j in enumerate(self.entries(i), first[i]):
                     X[:, i] = X[:, i] - L[:, p, None] * X[:, j]
+            square = X[:, head:]
             if b.identity:                      # the upper triangle, mirrored
-                lower = np.tril_indices(n, -1)
-                X[:, lower[0], lower[1]] = X[:, lower[1], lower[0]]
-            out[:, b.start:b.start + n * n] = X.reshape(-1, n * n)
+                lower = np.tril_indices(c, -1)
+                square[:, lower[0], lower[1]] = square[:, lower[1], lower[0]]
+            out[:, b.head_start:b.head_start + head * c] = X[:, :head].reshape(len(out), head * c)
+            out[:, b.start:b.start + c * c] = square.reshape(len(out), c * c)
         return out
 
     def c_data(self):
-        """What the template needs: the tables (see rbdgen_factor_solve) and the blocks."""
+        """What the template needs: the tables (see rbdgen_factor_solve), the copies of the
+        factors and the blocks."""
         n, first = self.n, self.row_starts()
-        ancestors = [_ancestors(self.parents, i) for i in range(n)]
+        ancestors = [self.entries(i) for i in range(n)]
         below = [[] for _ in range(n)]      # (row, where its entry is), last row first
         for i in reversed(range(n)):
             for p, j in enumerate(ancestors[i], first[i]):
@@ -109,12 +168,19 @@ class FactorSolve:
         desc_first = [0]
         for entries in below:
             desc_first.append(desc_first[-1] + len(entries))
-        return {"n": n, "anc_first": first, "anc_row": [j for chain in ancestors for j in chain] or [0],
+        copies, taken = [], 0
+        for start, length in self.factors:
+            count = min(length, self.packed_size() - taken)
+            if count > 0:
+                copies.append({"from": start, "to": taken, "count": count})
+            taken += count
+        return {"n": n, "head": self.head, "columns": self.columns,
+                "anc_first": first, "anc_row": [j for chain in ancestors for j in chain] or [0],
                 "desc_first": desc_first, "desc_row": [i for e in below for i, _ in e] or [0],
-                "desc_at": [p for e in below for _, p in e] or [0], "factors": self.factors,
+                "desc_at": [p for e in below for _, p in e] or [0], "copies": copies,
                 "packed": self.packed_size(),
-                "blocks": [{"start": b.start, "scale": f"{float(b.scale)!r}", "identity": b.identity}
-                           for b in self.blocks]}
+                "blocks": [{"start": b.start, "head_start": b.head_start, "scale": f"{float(b.scale)!r}",
+                            "identity": b.identity} for b in self.blocks]}
 
 
 SOLVE_BLOCK_COST = 940     # operations of straight-line code, see FactorSolve.cost
@@ -131,6 +197,12 @@ def vector_width():
     except OSError:
         flags = []
     return 8 if "avx512f" in flags else 4 if "avx" in flags else 2
+
+
+def _is_exact_zero(x):
+    """A zero of the program's structure: an output that is the number 0 (not an expression) is
+    0 for every input."""
+    return isinstance(x, (int, float)) and x == 0
 
 
 def _ancestors(parents, i):

@@ -1,0 +1,66 @@
+// Pinocchio's C++ for what ../shared/bench/pin_bench does not time, timed the same way (64
+// random states, 7 repetitions, median ns per call): constraintDynamics followed by
+// computeConstraintDynamicsDerivatives, against rbdgen's contact_dynamics_derivatives.
+// usage: pin_extra ROBOT.urdf floating_base(0|1) calls FRAME[:3d|:6d] ...   (LOCAL contacts at
+// the frames' origins, exact solve, mu = 0, as pin_bench's contact_dynamics)
+// Built by build.sh beside pin_bench; benchmarks/bench_c.py runs it.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the constraint API is marked unstable
+#include <pinocchio/parsers/urdf.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/constrained-dynamics.hpp>
+#include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+using namespace pinocchio;
+
+template <class F> static double median_ns(F f, int calls)
+{
+  std::vector<double> t;
+  for (int r = 0; r < 7; ++r) {
+    auto a = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) f(i);
+    auto b = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::nano>(b - a).count() / calls);
+  }
+  std::sort(t.begin(), t.end());
+  return t[3];
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 5) {
+    fprintf(stderr, "usage: pin_extra ROBOT.urdf floating_base(0|1) calls FRAME[:3d|:6d] ...\n");
+    return 2;
+  }
+  Model m;
+  if (atoi(argv[2])) pinocchio::urdf::buildModel(argv[1], JointModelFreeFlyer(), m); else pinocchio::urdf::buildModel(argv[1], m);
+  Data d(m);
+  const int calls = atoi(argv[3]), K = 64;
+  std::vector<Eigen::VectorXd> Q, V, T;
+  for (int k = 0; k < K; ++k) {
+    Q.push_back(randomConfiguration(m, -Eigen::VectorXd::Ones(m.nq), Eigen::VectorXd::Ones(m.nq)));
+    V.push_back(Eigen::VectorXd::Random(m.nv));
+    T.push_back(Eigen::VectorXd::Random(m.nv));
+  }
+  PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(RigidConstraintModel) contacts;
+  for (int k = 4; k < argc; ++k) {
+    std::string spec(argv[k]), name = spec, kind = "3d";
+    const size_t colon = spec.rfind(':');
+    if (colon != std::string::npos) { name = spec.substr(0, colon); kind = spec.substr(colon + 1); }
+    if (!m.existFrame(name)) { fprintf(stderr, "pin_extra: no frame %s\n", name.c_str()); return 2; }
+    const Frame &f = m.frames[m.getFrameId(name)];
+    contacts.emplace_back(kind == "6d" ? CONTACT_6D : CONTACT_3D, m, f.parentJoint, f.placement, LOCAL);
+  }
+  PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(RigidConstraintData) datas;
+  for (auto &c : contacts) datas.emplace_back(c);
+  initConstraintDynamics(m, d, contacts, datas);
+  ProximalSettings exact(1e-12, 0.0, 1);
+  printf("contact_dynamics_derivs_ns %.1f\n", median_ns([&](int i) {
+    constraintDynamics(m, d, Q[i % K], V[i % K], T[i % K], contacts, datas, exact);
+    computeConstraintDynamicsDerivatives(m, d, contacts, datas, exact);
+  }, calls));
+  return 0;
+}
