@@ -8,7 +8,9 @@ pin_bench times Pinocchio: 64 precomputed random states, 7 repetitions of N call
 ns/call; the functions of a frame on the first contact's frame. The same driver times
 adam + CasADi's generated C for the functions adam provides (casadi_side.py; --no-casadi
 leaves it out). The driver and pin_bench (given the same contacts) are run alternately
-(--rounds times) and the median of each is reported.
+(--rounds times) and the median of each is reported; contact_dynamics_derivatives is compared
+with pin_extra (benchmarks/pin_extra: constraintDynamics + computeConstraintDynamicsDerivatives,
+built beside pin_bench the first time it is needed).
 
     python benchmarks/bench_c.py                       # ur5 panda solo12 talos
     python benchmarks/bench_c.py ur5 panda --json out.json
