@@ -503,7 +503,7 @@ def print_table(result):
     print("-" * len(header))
     for row in result["rows"]:
         speedup = fmt(row["speedup"], 2) + "x" if row["speedup"] else "-"
-        target = f"{row['target']:.0f}x" if row["target"] else ""
+        target = f"{row['target']:g}x" if row["target"] else ""
         met = ("yes" if row["speedup"] >= row["target"] else "NO") if row["target"] and row["speedup"] else ""
         line = (f"{row['function']:<{w}} {row['operations']:>10} {fmt(row['generated_ns']):>13} "
                 f"{fmt(row['pinocchio_ns']):>13} {speedup:>9} {target:>7}  {met:<3}")
