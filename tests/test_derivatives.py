@@ -127,13 +127,17 @@ def test_contact_derivatives_match_pinocchio(name, contacts):
         assert_close(f"{name} {label}", ours, getattr(data, label), REL_TOL_DERIVATIVES)
 
 
-def test_damped_contact_derivatives_are_finite_differences():
+# every kind of contact: a point off the frame's origin, a normal, a whole frame
+MIXED_CONTACTS = ("FL_FOOT:3d@0.01,0,0.02", "HR_FOOT:1d/0.6,0,0.8", "FR_FOOT:6d")
+
+
+@pytest.mark.parametrize("contacts", [("FL_FOOT:3d", "HR_FOOT:6d"), MIXED_CONTACTS])
+def test_damped_contact_derivatives_are_finite_differences(contacts):
     """With damping the system is G q-ddot + damping lambda = gamma (no Pinocchio counterpart):
     central differences of the declared contact dynamics itself, on numbers."""
     from rbdgen.algorithms import constrained
     from rbdgen.runtime.reference import OPS
     model = robot_model("solo12")
-    contacts = ("FL_FOOT:3d", "HR_FOOT:6d")
     declared = constrained.parse_contacts(model, contacts)
     rng = np.random.default_rng(59)
     q, v, _ = random_state(model, rng)
@@ -152,6 +156,32 @@ def test_damped_contact_derivatives_are_finite_differences():
     for k, label in enumerate(("dq", "dv", "dtau")):
         assert_close(f"ddq_{label}", ours[k], expected[k][:model.nv], FD_TOL)
         assert_close(f"dlambda_{label}", ours[3 + k], expected[k][model.nv:], FD_TOL)
+
+
+@pytest.mark.parametrize("damping", [0.0, 0.05])
+def test_factored_contact_derivatives_are_the_reference(damping):
+    """The factored variant (the KKT matrix's factors in the output, the solves after the
+    program by codegen.solves' NumPy mirror of the C loop), run on numbers, against the
+    reference's solves through M's factors and K's: every kind of contact, exact and damped."""
+    from rbdgen.algorithms import constrained, derivatives
+    from rbdgen.codegen.functions import contact_derivatives_factored
+    from rbdgen.runtime.reference import OPS
+    model = robot_model("solo12")
+    declared = constrained.parse_contacts(model, MIXED_CONTACTS)
+    n, rows = model.nv, sum(c.rows for c in declared)
+    rng = np.random.default_rng(61)
+    q, v, _ = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    blocks = derivatives.contact_dynamics_derivatives_factored(model, OPS, declared, list(q), list(v), list(tau),
+                                                               [damping])
+    flat = np.concatenate([np.array(block, dtype=float).ravel() for block in blocks])[None]
+    contact_derivatives_factored(declared, rows).solve(model).apply(flat)
+    sizes = [n * n] * 3 + [rows * n] * 3
+    ours = np.split(flat[0], np.cumsum(sizes)[:-1])
+    names = ("ddq_dq", "ddq_dv", "ddq_dtau", "dlambda_dq", "dlambda_dv", "dlambda_dtau")
+    for label, got, expected in zip(names, ours, ref.contact_dynamics_derivatives(model, q, v, tau, MIXED_CONTACTS,
+                                                                                    damping=damping)):
+        assert_close(label, got.reshape(expected.shape), expected, REL_TOL_DERIVATIVES)
 
 
 def _central(f, x0, step, move):

@@ -39,10 +39,9 @@ def test_loop_solve_is_the_straight_line_solve(seed, floating):
         q, _, _ = random_state(model, rng)
         M = np.array(mimic.crba(model, OPS, q), dtype=float)
         factors = fd_crba.ltdl(OPS, [list(row) for row in M], lam)
-        packed = fd_crba.packed_factors(OPS, factors, lam)
+        packed = fd_crba.packed_factors(OPS, factors, lam, n * n)
         B1, B2 = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-        out[s, :2 * n * n] = np.concatenate([B1.ravel(), B2.ravel()])
-        out[s, 2 * n * n:2 * n * n + len(packed)] = packed
+        out[s] = np.concatenate([B1.ravel(), B2.ravel(), packed])
         columns = [[-x for x in fd_crba.ltdl_solve(OPS, factors, lam, list(B1[:, c]))] for c in range(n)] + \
                   [fd_crba.ltdl_solve(OPS, factors, lam, list(B2[:, c])) for c in range(n)] + \
                   [fd_crba.ltdl_solve(OPS, factors, lam, list(np.eye(n)[:, c])) for c in range(n)]
@@ -83,8 +82,8 @@ def test_kkt_solve_after_the_program(seed, damping):
     M = np.array(mimic.crba(model, OPS, q), dtype=float)
     factors, parents = derivatives.kkt_factors(OPS, [list(row) for row in M], [list(row) for row in G], damping,
                                                mimic.elimination_parents(model))
-    packed = fd_crba.packed_factors(OPS, factors, parents)
     solve = contact_derivatives_factored(None, rows).solve(model)
+    packed = fd_crba.packed_factors(OPS, factors, parents, solve.packed_size())
     B = [rng.standard_normal((rows + n, n)) for _ in range(2)]       # [head; square] right sides
     out = np.zeros(3 * n * n + 3 * rows * n)
     for k, rhs in enumerate(B):

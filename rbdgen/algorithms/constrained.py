@@ -63,13 +63,7 @@ def constraint_rows(model, ops, contacts, q):
 
 def constraint_drift(model, ops, contacts, q, v):
     """gamma = -G-dot v: minus the contacts' accelerations at zero joint acceleration."""
-    zero = [0] * model.nv
-    gamma = []
-    for c in contacts:
-        acc = mimic.frame_acceleration(model, ops, c.body, list(c.placement), q, v, zero, "local",
-                                       classical=c.kind != "6d")
-        gamma += [-x for x in _select(c, acc)]
-    return gamma
+    return [-x for x in contact_accelerations(model, ops, contacts, q, v, [0] * model.nv)]
 
 
 def contact_accelerations(model, ops, contacts, q, v, a):

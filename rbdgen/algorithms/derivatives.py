@@ -210,24 +210,16 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     gives, for each direction, the same KKT system as the dynamics,
         M dq-ddot - G^T dlambda = dtau - d/dx [rnea(q, v, q-ddot) - G^T lambda]
         G dq-ddot + damping dlambda = -d/dx [G q-ddot - gamma],
-    with q-ddot and lambda held: forward mode differentiates only those residuals, and the
-    factorizations of M and K serve every column. (Forward mode through the whole solve was
-    216 000 operations on Solo12 with four feet.)"""
+    with q-ddot and lambda held: forward mode differentiates only those residuals
+    (kkt_residual_derivatives), and the factorizations of M and K serve every column. (Forward
+    mode through the whole solve was 216 000 operations on Solo12 with four feet.)"""
     n = model.nv
     space = constrained.contact_space(model, ops, contacts, q)
     free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
     gamma = constrained.constraint_drift(model, ops, contacts, q, v)
     qdd, lam, _ = constrained.kkt_solve(ops, space, damping, free, gamma)
     qdd, lam = ops.let("qdd", 0, qdd), ops.let("lam", 0, lam)
-
-    def residuals(m, o, q_, v_):
-        G = constrained.constraint_rows(m, o, contacts, q_)
-        forces = constrained.transpose_times(G, lam)
-        drift = constrained.constraint_drift(m, o, contacts, q_, v_)
-        return [t - f for t, f in zip(mimic.rnea(m, o, q_, v_, qdd), forces)] + \
-            [sum_terms(g * x for g, x in zip(row, qdd)) - c for row, c in zip(G, drift)]
-
-    blocks = derivatives_of(model, ops, residuals, [("q", q), ("v", v)], ("q", "v"))
+    blocks = kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam)
     rows = len(lam)
     columns = [[([-B[r][c] for r in range(n)], [-B[n + r][c] for r in range(rows)]) for c in range(n)] for B in blocks]
     columns.append([([1 if r == c else 0 for r in range(n)], [0] * rows) for c in range(n)])
@@ -237,6 +229,20 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
         out_qdd.append([[solved[c][0][r] for c in range(n)] for r in range(n)])
         out_lam.append([[solved[c][1][r] for c in range(n)] for r in range(rows)])
     return out_qdd + out_lam
+
+
+def kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam):
+    """d/dq and d/dv of the contact dynamics' residuals [rnea(q, v, q-ddot) - G^T lambda;
+    G q-ddot - gamma] with q-ddot and lambda held: rnea with the multipliers as forces on the
+    bodies, and the contacts' accelerations. G itself is never differentiated: forward mode
+    would form its derivative entry by entry (Solo12 with four feet: 9 600 operations for G's
+    alone, 34 800 against 23 800 for the factored program)."""
+    wrenches = constrained.contact_wrenches(model, contacts, lam)
+
+    def residuals(m, o, q_, v_):
+        return mimic.rnea(m, o, q_, v_, qdd, wrenches) + constrained.contact_accelerations(m, o, contacts, q_, v_, qdd)
+
+    return derivatives_of(model, ops, residuals, [("q", q), ("v", v)], ("q", "v"))
 
 
 def kkt_parents(lam, rows):
@@ -270,9 +276,9 @@ def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, dampi
         -damping dlambda - G dq-ddot = d/dx [G q-ddot - gamma]
         -G^T dlambda + M dq-ddot = -d/dx [rnea(q, v, q-ddot) - G^T lambda],
     with q-ddot and lambda held: the program writes the derivatives of rnea - G^T lambda and
-    of gamma - G q-ddot, and the solve scales by -1. q-ddot and lambda are solved with the
-    same factors. On Solo12 with four feet the straight-line solves were 75 000 of 98 000
-    operations."""
+    of gamma - G q-ddot (kkt_residual_derivatives, the second negated), and the solve scales
+    by -1. q-ddot and lambda are solved with the same factors. On Solo12 with four feet the
+    straight-line solves were 75 000 of 98 000 operations."""
     n = model.nv
     G = constrained.constraint_rows(model, ops, contacts, q)
     rows = len(G)
@@ -283,21 +289,15 @@ def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, dampi
     lam = [ops.let("lam", 0, x) for x in solution[:rows]]
     qdd = [ops.let("qdd", 0, x) for x in solution[rows:]]
 
-    wrenches = constrained.contact_wrenches(model, contacts, lam)
-
-    def residuals(m, o, q_, v_):
-        # rnea - G^T lambda, the multipliers as forces on the bodies, and minus the contacts'
-        # accelerations G q-ddot - gamma: no derivative of G itself, which forward mode would
-        # form entry by entry (Solo12: 9 600 operations for G's alone)
-        return mimic.rnea(m, o, q_, v_, qdd, wrenches) + \
-            [-x for x in constrained.contact_accelerations(m, o, contacts, q_, v_, qdd)]
-
-    dq, dv = derivatives_of(model, ops, residuals, [("q", q), ("v", v)], ("q", "v"))
-    packed = packed_factors(ops, K, parents)
-    packed += [0] * ((n + rows) * n - len(packed))
+    dq, dv = kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam)
+    packed = packed_factors(ops, K, parents, (n + rows) * n)
     square = [packed[r * n:(r + 1) * n] for r in range(n)]
     below = [packed[n * n + r * n:n * n + (r + 1) * n] for r in range(rows)]
-    return [dq[:n], dv[:n], square, dq[n:], dv[n:], below]
+    return [dq[:n], dv[:n], square, _negated(dq[n:]), _negated(dv[n:]), below]
+
+
+def _negated(rows):
+    return [[-x for x in row] for row in rows]
 
 
 # Above this many coordinates -M^-1 dtau is solved with fd_crba's sparse L^T D L of M instead
@@ -359,8 +359,7 @@ def aba_derivatives_factored(model, ops, q, v, tau, inverse_dynamics_derivatives
     bias = mimic.nle(model, ops, q, v)
     qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, H, lam, [t - b for t, b in zip(tau, bias)])]
     dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
-    packed = packed_factors(ops, H, lam)
-    return [dq, dv, packed + [0] * (n * n - len(packed))]
+    return [dq, dv, packed_factors(ops, H, lam, n * n)]
 
 
 aba_derivatives_factored.applies = lambda model: True

@@ -68,16 +68,17 @@ def ltdl_solve(ops, H, lam, b):
     return x
 
 
-def packed_factors(ops, H, lam):
-    """The factors from `ltdl` as one list, for solves after the program (codegen.solves):
-    1/D_0 .. 1/D_{n-1}, then row by row each row's L entries along its ancestors."""
+def packed_factors(ops, H, lam, size):
+    """The factors from `ltdl` as one list of `size` entries, for solves after the program
+    (codegen.solves): 1/D_0 .. 1/D_{n-1}, then row by row each row's L entries along its
+    ancestors, then zeros."""
     packed = [pivot_inverse(ops, H, k) for k in range(len(H))]
     for i in range(len(H)):
         j = lam[i]
         while j >= 0:
             packed.append(H[i][j])
             j = lam[j]
-    return packed
+    return packed + [0] * (size - len(packed))
 
 
 def fd_crba(model, ops, q, v, tau):

@@ -100,8 +100,8 @@ def factors_of_m(model, ops, q):
     loop (codegen.solves)."""
     _aba.check_invertible(model)
     lam = elimination_parents(model)
-    packed = _fd_crba.packed_factors(ops, _fd_crba.ltdl(ops, [list(row) for row in crba(model, ops, q)], lam), lam)
-    return packed + [0] * (model.nv * model.nv - len(packed))
+    return _fd_crba.packed_factors(ops, _fd_crba.ltdl(ops, [list(row) for row in crba(model, ops, q)], lam), lam,
+                                   model.nv * model.nv)
 
 
 factors_of_m.applies = lambda model: True
