@@ -36,7 +36,7 @@ import casadi_side
 import rbdgen
 from casadi_side import CHECK_STATES
 from common import cpu_name, log, robot_contacts, robot_parser, robot_spec, split_contact
-from rbdgen.codegen.build import compile_flags
+from rbdgen.codegen.compiler import c_compiler, compile_flags
 from rbdgen.codegen.render import SHARED_INPUTS
 from rbdgen.runtime.states import random_state
 
@@ -309,7 +309,7 @@ def build_driver(package, meta, folder, order, model, seed, frame, side=None):
     driver = write_driver(folder, meta, sizes, order, frame, side)
     objects = compile_all(sources + [driver], FLAGS, folder, [side.folder] if side else [])
     exe = os.path.join(folder, "bench_driver")
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
     subprocess.run([cc, *FLAGS, *objects, *(side.objects() if side else []), "-o", exe, "-lm"], check=True)
     return exe, " ".join([cc, *FLAGS]), arrays, driver
 
@@ -322,12 +322,14 @@ def build_export_driver(package, model, folder, driver, side=None):
     export = os.path.join(folder, "export")
     write_library(package, export, model, native=True)
     build = os.path.join(folder, "export-build")
+    # the compiler that built the module (rbdgen.codegen.compiler), not CMake's default
     subprocess.run(["cmake", "-S", export, "-B", build, "-DRBDGEN_NATIVE=ON", "-DRBDGEN_OPENMP=OFF",
-                    "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
+                    "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True,
+                   env=dict(os.environ, CC=c_compiler()))
     subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 1)], check=True, capture_output=True)
     static = next(os.path.join(build, n) for n in os.listdir(build) if n.endswith(".a"))
     include = [os.path.join(export, "include")] + ([side.folder] if side else [])
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
     obj = os.path.join(folder, "export_driver.o")
     subprocess.run([cc, *FLAGS, "-c", driver, "-o", obj, *(f"-I{d}" for d in include)], check=True)
     exe = os.path.join(folder, "export_driver")
@@ -337,7 +339,7 @@ def build_export_driver(package, model, folder, driver, side=None):
 
 def compile_all(sources, flags, folder, include=()):
     """Each C file to an object, in parallel (as rbdgen compiles a module)."""
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
 
     def one(src):
         obj = src[:-2] + ".o"

@@ -23,21 +23,20 @@
 
 typedef long long rbdgen_casadi_int;   /* CasADi's casadi_int */
 
+/* Each symbol is a thunk into the shared code below, left unoptimized (a humanoid has 800
+   frame symbols: 11 s at -O3 with the shared code inlined into each, 2.7 s as thunks at -O0),
+   while the file is compiled with optimization for the shared code, which copies the results
+   (rbdgen's build and the export's CMakeLists: -O2). */
 #if defined(_WIN32)
 #define RBDGEN_CASADI_EXPORT __declspec(dllexport)
-#elif defined(__GNUC__) || defined(__clang__)
-#define RBDGEN_CASADI_EXPORT __attribute__((visibility("default")))
+#elif defined(__clang__)
+#define RBDGEN_CASADI_EXPORT __attribute__((visibility("default"), optnone, noinline))
+#elif defined(__GNUC__)
+#define RBDGEN_CASADI_EXPORT __attribute__((visibility("default"), optimize("O0")))
 #else
 #define RBDGEN_CASADI_EXPORT
 #endif
-
-/* Each symbol is a thunk into the shared code below, and the file is compiled without
-   optimization (rbdgen's build, the export's CMakeLists): a humanoid's 800 frame symbols took
-   11 s at -O3 with this code inlined into each, 2.7 s as thunks at -O0. The shared code, which
-   copies the results, is optimized where the compiler allows it per function. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define RBDGEN_CASADI_SHARED __attribute__((noinline, optimize("O2")))
-#elif defined(__clang__)
+#if defined(__GNUC__) || defined(__clang__)
 #define RBDGEN_CASADI_SHARED __attribute__((noinline))
 #else
 #define RBDGEN_CASADI_SHARED

@@ -30,6 +30,7 @@ from ..errors import BuildError, CodegenError, ModelError
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
+from .compiler import GLUE_FLAGS, c_compiler, compile_flags, openmp_flags
 from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .optimize import optimize
@@ -37,21 +38,6 @@ from .recorder import record
 from .render import (function_data, kernels_header_name, render_batch, render_calls, render_function,
                      render_casadi, render_header, render_info, render_kernels_header, signature)
 
-# Floating-point contraction (a*b + c fused into one FMA) stays on: every expression is computed
-# once (hash-consing and CSE), and an output equal to an earlier one is copied from it in the
-# C (M[j, i] from M[i, j]), so one build gives one answer per expression and M is exactly
-# symmetric on any CPU. -ffp-contract=off measured 7-15 % slower (Panda rnea, crba, aba).
-OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
-# gcc's time on a long straight-line program goes to its memory passes: walking the alias
-# oracle over thousands of stores (the workspace, the output) and RTL's global CSE, which finds
-# nothing after ours. Bounding the walks and leaving out RTL's global CSE compiles Talos'
-# regressor in 10.1 s instead of 18.4 s and Panda's aba_derivatives in 4.5 s instead of 5.1 s;
-# the code runs as fast (bench_c.py, median over every function: 0.99x on Panda, 1.00x on Talos).
-GCC_FLAGS = ["-fno-gcse", "--param=sccvn-max-alias-queries-per-access=50",
-             "--param=dse-max-alias-queries-per-store=32"]
-# The CasADi interface: thousands of small symbols (one set per function and frame), not worth
-# optimizing; its shared code optimizes itself (casadi_api.h)
-GLUE_FLAGS = ["-O0", "-fPIC", "-std=gnu11"]
 
 
 def _noop(message):
@@ -365,21 +351,6 @@ def _condition(model):
     return float(np.linalg.cond(reference.crba(model, q)))
 
 
-def compile_flags(native):
-    gcc = _compiler_is_gcc(os.environ.get("CC", "cc"))
-    return OPT_FLAGS + (GCC_FLAGS if gcc else []) + (["-march=native"] if native else [])
-
-
-@functools.lru_cache(maxsize=None)
-def _compiler_is_gcc(cc):
-    """Whether the C compiler is gcc rather than clang, which warns about gcc's own flags."""
-    try:
-        result = subprocess.run([cc, "--version"], capture_output=True, text=True)
-    except OSError:
-        return False
-    return "Free Software Foundation" in result.stdout and "clang" not in result.stdout
-
-
 def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames, contacts):
     """Generate, render and compile every function (in parallel processes), then link.
 
@@ -402,7 +373,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
             f.write(text)
         glue[name] = glue_flags
 
-    write_glue(f"{prefix}_batch.c", render_batch(module, header, signatures), flags + ["-fopenmp"])
+    write_glue(f"{prefix}_batch.c", render_batch(module, header, signatures), flags + openmp_flags())
     write_glue(f"{prefix}_info.c", render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
                                                frame_entries), flags)
     # CasADi's external interface (in the extension and in an export, for casadi.external)
@@ -489,7 +460,7 @@ def _generate_function(model, module, name, cse, work, header, flags, bodies, co
 
 def compile_source(source, flags, work):
     """Compile one C file to an object; BuildError with the command and compiler output."""
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
     obj = source[:-2] + ".o"
     cmd = [cc, *flags, "-c", source, "-o", obj, "-I", work]
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -527,10 +498,10 @@ def _python_extension_flags():
 def _link_extension(work, extension, objects):
     """Link the objects into the module's Python extension; BuildError with the linker's output."""
     import sysconfig
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
     shared = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
     target = os.path.join(work, extension + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = [cc, *shared, *objects, "-o", target, "-fopenmp", "-lm"]
+    cmd = [cc, *shared, *objects, "-o", target, *openmp_flags(), "-lm"]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise BuildError(f"linking the extension {extension} failed: {' '.join(cmd)}", command=cmd,

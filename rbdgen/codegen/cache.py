@@ -29,12 +29,12 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
 
 from ..errors import BuildError
+from .compiler import compiler_identity
 
 VERIFICATION_FILE = "verification.json"
 
@@ -45,26 +45,6 @@ VERIFICATION_FILE = "verification.json"
 def python_abi():
     """The ABI an extension is linked for: interpreter, version and build flavour."""
     return f"{sys.implementation.cache_tag} {sysconfig.get_config_var('SOABI')}"
-
-
-@functools.lru_cache(maxsize=None)
-def _compiler_output(cc, *args):
-    try:
-        result = subprocess.run([cc, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        raise BuildError(f"the C compiler '{cc}' cannot be run ({exc.strerror}); install gcc or set CC") from None
-    return result.stdout + result.stderr
-
-
-def compiler_identity(flags):
-    """The compiler's version line and, with -march=native, the target options it expands to."""
-    cc = os.environ.get("CC", "cc")
-    parts = [cc, _compiler_output(cc, "--version").splitlines()[0:1], list(flags)]
-    if "-march=native" in flags:
-        # cc1's command line lists the -march / -mtune and every feature the CPU enables
-        expanded = _compiler_output(cc, "-march=native", "-E", "-v", "-x", "c", "-")
-        parts.append([line for line in expanded.splitlines() if "cc1" in line and "-march" in line])
-    return parts
 
 
 def build_key(*parts, flags):

@@ -16,7 +16,8 @@ import tempfile
 
 from .. import __version__
 from ..errors import BuildError
-from .build import GCC_FLAGS, build_model, load_source
+from .build import build_model, load_source
+from .compiler import GCC_FLAGS
 from .cprinter import c_comment_text
 from .render import template
 
