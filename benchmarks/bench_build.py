@@ -26,6 +26,7 @@ import warnings
 T_IMPORT = time.perf_counter()
 import rbdgen  # noqa: E402
 from rbdgen import examples  # noqa: E402
+from rbdgen.codegen.compiler import c_compiler  # noqa: E402
 
 T_IMPORT = time.perf_counter() - T_IMPORT
 TARGETS = {"panda": 8.0, "talos": 25.0}     # issue 20, on 2 cores
@@ -80,7 +81,7 @@ def main(argv=None):
     for r in robots:
         if r not in examples.ROBOTS:
             sys.exit(f"bench_build: unknown robot {r!r}; choose from {', '.join(examples.ROBOTS)}")
-    print(f"import rbdgen: {T_IMPORT:.2f} s; {os.cpu_count()} CPUs; CC={os.environ.get('CC', 'cc')}")
+    print(f"import rbdgen: {T_IMPORT:.2f} s; {os.cpu_count()} CPUs; C compiler: {c_compiler()} (CC={os.environ.get('CC', 'unset')})")
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
     results = [build_once(r, args.keep, algorithms) for r in robots]
     print("\nrobot      total s   target s  met")
