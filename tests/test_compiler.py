@@ -1,0 +1,85 @@
+"""Which C compiler builds a module (rbdgen/codegen/compiler.py): CC when set, else clang when
+it has an OpenMP runtime, else cc; and the one-line error when clang has none."""
+
+import os
+import shutil
+
+import pytest
+
+from rbdgen.codegen import compiler
+from rbdgen.errors import BuildError
+
+
+def fake_clang(folder, runtime):
+    """A `clang` on PATH that answers --version as clang does and finds `runtime` (a library
+    file name, or None) with -print-file-name, as clang answers for one it cannot find."""
+    folder.mkdir(exist_ok=True)
+    found = f"/usr/lib/fake/{runtime}" if runtime else ""
+    script = folder / "clang"
+    script.write_text(f"""#!/bin/sh
+case "$1" in
+  --version) echo "fake clang version 99.0.0"; exit 0 ;;
+  -print-file-name=*) name="${{1#-print-file-name=}}"
+                      if [ "$name" = "{runtime}" ] && [ -n "{found}" ]; then echo "{found}"; else echo "$name"; fi
+                      exit 0 ;;
+esac
+exit 1
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """compiler's answers are cached per process: forget them before and after."""
+    def clear():
+        for cached in (compiler._output, compiler._clang_openmp, compiler._default_compiler, compiler._accepts):
+            cached.cache_clear()
+    clear()
+    monkeypatch.delenv("CC", raising=False)
+    yield monkeypatch
+    clear()
+
+
+def test_cc_decides_when_set(fresh):
+    fresh.setenv("CC", "gcc")
+    assert compiler.c_compiler() == "gcc"
+    if shutil.which("gcc"):
+        assert compiler.is_gcc("gcc")
+        assert compiler.openmp_flags() == ["-fopenmp"]
+        assert all(flag in compiler.compile_flags(False) for flag in compiler.GCC_FLAGS)
+
+
+@pytest.mark.parametrize("runtime, flag", [("libomp.so", "-fopenmp"), ("libgomp.so", "-fopenmp=libgomp")])
+def test_clang_with_an_openmp_runtime_is_the_default(fresh, tmp_path, runtime, flag):
+    fake_clang(tmp_path / "bin", runtime)
+    fresh.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert compiler.c_compiler() == "clang"
+    assert compiler.openmp_flags() == [flag]
+
+
+def test_clang_without_openmp_is_passed_over_and_named_in_the_error(fresh, tmp_path):
+    clang = fake_clang(tmp_path / "bin", None)
+    fresh.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert compiler.c_compiler() == "cc"
+    fresh.setenv("CC", clang)
+    with pytest.raises(BuildError) as info:
+        compiler.openmp_flags()
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    assert clang in message and "install libomp-dev, or set CC=gcc" in message
+
+
+def test_a_compiler_that_cannot_run_is_named(fresh, tmp_path):
+    fresh.setenv("CC", str(tmp_path / "no-such-cc"))
+    with pytest.raises(BuildError, match="cannot be run .*install gcc or set CC"):
+        compiler.compile_flags(native=False)
+
+
+@pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not installed")
+def test_installed_clang_gets_its_flags(fresh):
+    fresh.setenv("CC", "clang")
+    flags = compiler.compile_flags(native=True)
+    assert flags[:len(compiler.OPT_FLAGS)] == compiler.OPT_FLAGS and "-march=native" in flags
+    assert not set(compiler.GCC_FLAGS) & set(flags)
+    assert compiler.CLANG_FLAGS[-1] in flags      # this clang takes LLVM's option
