@@ -54,8 +54,10 @@ def build_once(name, keep, algorithms=None):
     total = time.perf_counter() - t0
     target = TARGETS.get(name)
     verdict = "" if target is None else f"  (target {target:.0f} s: {'met' if total <= target else 'NOT met'})"
-    seconds = [re.search(r"symbolic ([\d.]+) s, C ([\d.]+) s, compile ([\d.]+) s", st["message"]) for st in stages]
-    symbolic, rendering, compiling = (sum(float(m[k]) for m in seconds if m) for k in (1, 2, 3))
+    def summed(pattern):
+        return sum(float(m[1]) for st in stages for m in [re.search(pattern, st["message"])] if m)
+    symbolic, rendering = summed(r"symbolic ([\d.]+) s"), summed(r", C ([\d.]+) s")
+    compiling = summed(r"compile ([\d.]+) s")   # a function's own file, or a file of small functions
     print(f"  total {total:.2f} s for {len(module.operation_counts)} functions, "
           f"{sum(module.operation_counts.values())} operations{verdict}; summed over the workers: "
           f"symbolic {symbolic:.1f} s, C rendering {rendering:.1f} s, compilation {compiling:.1f} s", flush=True)

@@ -778,20 +778,27 @@ def test_generated_matches_reference(generated, key, seed):
 
 def test_report_build_times(tmp_path):
     """A build reports, for every function it builds, its operation count and the seconds of
-    each stage (symbolic run, C, compilation), then the time to link and to verify."""
+    each stage (symbolic run, C, compilation: small functions compile together, and the file
+    they share reports its seconds), then the time to link and to verify."""
     import re
     model = revolute_model("timed3", [-1, 0, 1])
     lines = []
     module = rbdgen.build_model(model, out_dir=str(tmp_path), algorithms=["rnea", "crba", "com"],
                                 progress=lines.append)
     seconds = r"(\d+\.\d) s"
-    timed = {}
+    timed, together = {}, []
     for line in lines:
-        m = re.fullmatch(rf"\s*(\w+): (\d+) operations \(symbolic {seconds}, C {seconds}, compile {seconds}\)", line)
+        m = re.fullmatch(rf"\s*(\w+): (\d+) operations \(symbolic {seconds}, C {seconds}, "
+                         rf"(compile {seconds}|compiled with other small functions)\)", line)
         if m:
             assert m.group(1) not in timed, f"{m.group(1)} reported twice: {lines}"
             timed[m.group(1)] = int(m.group(2))
+        m = re.fullmatch(rf"\s*compiled (\d+) small functions in one file \(compile {seconds}\): ([\w, ]+)", line)
+        if m:
+            together += m.group(3).split(", ")
+            assert int(m.group(1)) == len(m.group(3).split(", ")), line
     assert timed == dict(module.operation_counts) and set(timed) == {"rnea", "crba", "com"}, lines
+    assert sorted(together) == ["com", "crba", "rnea"], lines   # each a few hundred operations
     assert any(re.fullmatch(rf"linked the extension \({seconds}\)", line) for line in lines), lines
     assert any(re.fullmatch(rf"verified against the reference \(.*{seconds}\)", line) for line in lines), lines
 

@@ -385,36 +385,63 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     # the entry points' fixed code, which the rendered tables of calls.c include
     for name in ("entry_points.c", "entry_points.h"):
         shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
-    calls = render_calls(module, header, signatures, model.nq, model.nv, frame_entries)
-    with open(os.path.join(work, f"{prefix}_calls.c"), "w") as f:
-        f.write(calls)
-    _emit_cffi_source(work, extension, header, calls, f"rbdgen_{module}_entry_points")
-    glue[f"{extension}.c"] = _python_extension_flags()
+    write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries),
+               _python_extension_flags("-O2"))
+    _emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points")
+    # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
+    # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
+    glue[f"{extension}.c"] = _python_extension_flags("-O0")
     jobs = [(_COST.get(spec.name, 1), _generate_function, (model, module, spec.name, cse, work, header, flags,
                                                         bodies, contacts)) for spec in specs]
     jobs += [(_COST["glue"], compile_source, (os.path.join(work, name), glue_flags, work))
              for name, glue_flags in glue.items()]
     # The costliest first, so the workers finish together.
     jobs.sort(key=lambda job: -job[0])
-    results = {}
+    results, objects, shared = {}, [], []
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        submitted = [(run, pool.submit(run, *args)) for _, run, args in jobs]
-        futures = [future for run, future in submitted if run is _generate_function]
-        glue_objects = [future for run, future in submitted if run is compile_source]
-        for future in concurrent.futures.as_completed(futures):
-            data, obj, seconds = future.result()
-            results[data["name"]] = (data, obj)
-            progress(f"  {data['name']}: {data['operations']} operations "
-                     f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, compile {seconds[2]:.1f} s)")
-            if data["accuracy"]:
-                progress("    " + describe_choice(data["name"], data["accuracy"]))
-        glue_objects = [future.result() for future in glue_objects]
-    datas = [results[spec.name][0] for spec in specs]
+        pending = {pool.submit(run, *args): run for _, run, args in jobs}
+        small = []   # small functions' files, not compiled yet: they compile together
+
+        def compile_together():
+            together = os.path.join(work, f"{prefix}_shared{len(shared)}.c")
+            with open(together, "w") as f:
+                f.write("".join(f'#include "{os.path.basename(c_file)}"\n' for _, c_file in small))
+            shared.append((together, [data["name"] for data, _ in small]))
+            pending[pool.submit(_timed, compile_source, together, flags, work)] = together
+            small.clear()
+
+        while pending:
+            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                run = pending.pop(future)
+                if run is compile_source:
+                    objects.append(future.result())
+                elif run is _generate_function:
+                    data, obj, c_file, seconds = future.result()
+                    results[data["name"]] = data
+                    compiled = f"compile {seconds[2]:.1f} s" if obj else "compiled with other small functions"
+                    progress(f"  {data['name']}: {data['operations']} operations "
+                             f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
+                    if data["accuracy"]:
+                        progress("    " + describe_choice(data["name"], data["accuracy"]))
+                    if obj:
+                        objects.append(obj)
+                    else:
+                        small.append((data, c_file))
+                else:   # a file of small functions
+                    obj, seconds = future.result()
+                    objects.append(obj)
+                    names = dict(shared)[run]
+                    progress(f"  compiled {len(names)} small functions in one file (compile {seconds:.1f} s): "
+                             f"{', '.join(names)}")
+            if small and (_operations(d for d, _ in small) >= SHARED_FILE_OPERATIONS
+                          or _generate_function not in pending.values()):
+                compile_together()
+    datas = [results[spec.name] for spec in specs]
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
-    objects = [results[spec.name][1] for spec in specs] + glue_objects
     # The Python binding is one fixed file that reads model.json; points and contacts run on
     # NumPy, in the very file the reference uses.
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
@@ -431,6 +458,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
+    for together, _ in shared:   # #include lines only: an export compiles each function's file
+        os.remove(together)
 
 
 # Relative cost of generating and compiling each function, to schedule the big ones first
@@ -440,9 +469,23 @@ _COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue
          "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "kinetic_energy": 2}
 
 
+# clang spends about 50 ms on a file before its first function (Panda: its 32 functions of
+# under 1 200 operations took 6.3 s of compilation one file each, 4.4 s in one file). Functions
+# smaller than SMALL_FUNCTION_OPERATIONS therefore compile together, in files of at least
+# SHARED_FILE_OPERATIONS, each file its own job so that the workers still share them.
+SMALL_FUNCTION_OPERATIONS = 1500
+SHARED_FILE_OPERATIONS = 6000
+
+
+def _operations(datas):
+    """The operations of functions' C: every body's program."""
+    return sum(k["operations"] for data in datas for k in data["kernels"])
+
+
 def _generate_function(model, module, name, cse, work, header, flags, bodies, contacts):
-    """One function: symbolic run, optimization, C file, object file (in a worker process).
-    A function of a frame gets one program for each body that carries frames."""
+    """One function: symbolic run, optimization, C file, and (unless it is small) object file,
+    in a worker process. A function of a frame gets one program for each body that carries
+    frames. Returns its data, object (None: compile it with others), C file and seconds."""
     spec = fn_table.lookup(name, contacts)
     t0 = time.perf_counter()
     choice = {}
@@ -454,8 +497,13 @@ def _generate_function(model, module, name, cse, work, header, flags, bodies, co
     with open(source, "w") as f:
         f.write(render_function(module, data))
     t2 = time.perf_counter()
-    obj = compile_source(source, flags, work)
-    return data, obj, (t1 - t0, t2 - t1, time.perf_counter() - t2)
+    obj = compile_source(source, flags, work) if _operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
+    return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
+
+
+def _timed(run, *args):
+    t0 = time.perf_counter()
+    return run(*args), time.perf_counter() - t0
 
 
 def compile_source(source, flags, work):
@@ -470,28 +518,29 @@ def compile_source(source, flags, work):
     return obj
 
 
-def _emit_cffi_source(work, extension, header, calls, entry_points):
+def _emit_cffi_source(work, extension, header, entry_points):
     """Write the C of the cffi extension, <extension>.c: the C functions' Python wrappers
-    (cffi's out-of-line API mode) and the direct entry points of `calls`. Compiled and linked
-    here, with the function objects, rather than through setuptools, so that it compiles
-    beside them."""
+    (cffi's out-of-line API mode) and the function that makes the direct entry points, which
+    calls.c defines. Compiled and linked here, with the function objects, rather than through
+    setuptools, so that it compiles beside them."""
     from cffi import FFI
-    cdef = [f"void *{entry_points}(void *fallbacks);"]
+    made_by_calls = f"void *{entry_points}(void *fallbacks);"
+    cdef = [made_by_calls]
     with open(os.path.join(work, header)) as f:
         for line in f:
             if line.startswith(("void ", "const char *")):
                 cdef.append(line.strip())
     ffi = FFI()
     ffi.cdef("\n".join(cdef))
-    ffi.set_source(extension, calls)
+    ffi.set_source(extension, f'#include "{header}"\n{made_by_calls}\n')
     with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <path>"
         ffi.emit_c_code(os.path.join(work, f"{extension}.c"))
 
 
-def _python_extension_flags():
+def _python_extension_flags(optimization):
     import numpy
     import sysconfig
-    return ["-O2", "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
+    return [optimization, "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
             "-I", numpy.get_include()]
 
 
