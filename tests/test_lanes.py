@@ -9,6 +9,8 @@ last bit where the compiler fuses a multiply-add differently in the two.
    be cut into parts) has it; a program with a conditional (integrate's series) keeps the
    state-by-state loop.
 3. Threads split the batch by blocks of lanes: two threads give one thread's numbers.
+4. From Python, a batch of float64 arrays (out= and threads= too) is taken by the C entry
+   point, with no Python run, and gives what the Python function gives.
 """
 
 import os
@@ -71,3 +73,45 @@ def test_threads_split_the_batch_by_blocks(bridge_modules):
     module, model = bridge_modules["panda"]
     args = batch_inputs(model, ["q", "v", "tau"], 45)
     assert np.array_equal(module.aba(*args, threads=1), module.aba(*args, threads=2))
+
+
+def python_calls_in(call):
+    """call()'s result, after checking that it ran no Python function: the C entry point took
+    the call rather than handing it to the Python function."""
+    import sys
+    called = []
+    sys.setprofile(lambda frame, event, _: called.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        result = call()
+    finally:
+        sys.setprofile(None)
+    assert called == ["<lambda>"], called
+    return result
+
+
+@pytest.mark.parametrize("key", ["panda", "solo12"])
+def test_batch_entry_point_returns_what_the_python_function_does(bridge_modules, key):
+    """A batch of float64 arrays goes through the C entry point (calls.c), out= and threads=
+    included, without a line of Python. The Python function, which converts arguments and raises the errors, must give
+    the same: the same types and shapes, views of one array for a result in parts, the same
+    numbers; with out=, the results are written into it."""
+    module, model = bridge_modules[key]
+    checked = 0
+    for name, row in module._META["functions"].items():
+        if row["per_body"] or row["declared"]:
+            continue
+        names = [n for n, _ in row["inputs"]]
+        args = batch_inputs(model, names, BATCH)
+        python = module._TABLE[name](None, tuple(args), None, 1)
+        c = python_calls_in(lambda: getattr(module, name)(*args, threads=1))
+        assert type(c) is type(python), name
+        for got, want in zip(*((c, python) if isinstance(c, tuple) else ((c,), (python,)))):
+            assert got.shape == want.shape and got.flags.writeable, name
+            assert np.array_equal(got, want), name
+        flat = np.concatenate([np.reshape(p, (BATCH, -1)) for p in c], axis=1) if isinstance(c, tuple) else c
+        out = np.full(flat.shape, np.nan)
+        written = python_calls_in(lambda: getattr(module, name)(*args, out=out, threads=2))
+        assert all(np.shares_memory(p, out) for p in (written if isinstance(written, tuple) else (written,))), name
+        assert np.array_equal(out, flat), name
+        checked += 1
+    assert checked >= 15

@@ -14,6 +14,7 @@
 #define MAX_INPUTS 5
 typedef struct {
     void (*fn)(void);
+    void (*batch)(void);             /* its _batch form: (n, threads, inputs..., out) */
     int ninputs;
     Py_ssize_t size[MAX_INPUTS];
     int number[MAX_INPUTS];          /* a parameter of the call (dt): a Python float is taken */
