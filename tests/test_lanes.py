@@ -11,6 +11,7 @@ last bit where the compiler fuses a multiply-add differently in the two.
 3. Threads split the batch by blocks of lanes: two threads give one thread's numbers.
 4. From Python, a batch of float64 arrays (out= and threads= too) is taken by the C entry
    point, with no Python run, and gives what the Python function gives.
+5. A batch beyond the cache streams its outputs (non-temporal stores): the same numbers.
 """
 
 import os
@@ -115,3 +116,26 @@ def test_batch_entry_point_returns_what_the_python_function_does(bridge_modules,
         assert np.array_equal(out, flat), name
         checked += 1
     assert checked >= 15
+
+
+def test_a_batch_beyond_the_cache_streams_the_same_numbers(bridge_modules):
+    """A batch whose outputs exceed RBDGEN_STREAM_BYTES (16 MB) writes whole cache lines with
+    non-temporal stores, each state's from its own first line boundary: Panda's rnea_derivatives
+    (1 296 bytes a state: the states start at 0, 16, 32 and 48 bytes into a line) on 13 000
+    states equals the same batch in chunks of 1 000, written by ordinary stores, bit for bit; so
+    does the batch into an out= 8 bytes further (the other four starts)."""
+    module, model = bridge_modules["panda"]
+    count, size = 13000, int(np.prod(module._META["functions"]["rnea_derivatives"]["shape"]))
+    assert count * size * 8 > 16 << 20 and size * 8 % 64 == 16
+    q, v, a = (np.resize(x, (count, x.shape[1])) for x in batch_inputs(model, ["q", "v", "a"], BATCH))
+    streamed = module.rnea_derivatives(q, v, a, threads=1)
+    chunked = [module.rnea_derivatives(q[k:k + 1000], v[k:k + 1000], a[k:k + 1000], threads=1)
+               for k in range(0, count, 1000)]
+    for got, want in zip(streamed, zip(*chunked)):
+        assert np.array_equal(got, np.concatenate(want))
+    buffer = np.empty(count * size + 8)
+    start = next(k for k in range(8) if (buffer.ctypes.data + 8 * k) % 64 == 8)
+    out = buffer[start:start + count * size].reshape(count, size)
+    written = module.rnea_derivatives(q, v, a, out=out, threads=2)
+    assert all(np.shares_memory(p, buffer) for p in written)
+    assert np.array_equal(out, np.concatenate([np.reshape(p, (count, -1)) for p in streamed], axis=1))
