@@ -255,8 +255,9 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
 
 /* One entry point for every function of states: `self` is (the Python function, index). It
    takes the common call (float64 C-contiguous vectors of the right length, and a float for a
-   parameter such as dt; out= as the Python function takes it), and hands any other call to the
-   Python function, which converts, batches and raises the errors. */
+   parameter such as dt; out= as the Python function takes it) and the common batch
+   (call_batch), and hands any other call to the Python function, which converts and raises the
+   errors. */
 static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *fallback = PyTuple_GET_ITEM(self, 0);
