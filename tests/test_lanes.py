@@ -10,7 +10,8 @@ last bit where the compiler fuses a multiply-add differently in the two.
    state-by-state loop.
 3. Threads split the batch by blocks of lanes: two threads give one thread's numbers.
 4. From Python, a batch of float64 arrays (out= and threads= too) is taken by the C entry
-   point, with no Python run, and gives what the Python function gives.
+   point, with no Python run, and gives what the Python function gives; so is a frame
+   quantity's batch (a frame by name).
 5. A batch beyond the cache streams its outputs (non-temporal stores): the same numbers.
 """
 
@@ -139,3 +140,34 @@ def test_a_batch_beyond_the_cache_streams_the_same_numbers(bridge_modules):
     written = module.rnea_derivatives(q, v, a, out=out, threads=2)
     assert all(np.shares_memory(p, buffer) for p in written)
     assert np.array_equal(out, np.concatenate([np.reshape(p, (count, -1)) for p in streamed], axis=1))
+
+
+@pytest.mark.parametrize("key", ["panda", "solo12"])
+def test_frame_batches_take_the_c_entry_point(bridge_modules, key):
+    """A frame quantity of a batch (float64 arrays, a frame by name) is taken by the C entry point
+    too, without a line of Python: each state's result is its single call's (a function of a frame
+    runs state by state), with the batch first in every part; with out=, written into it."""
+    module, model = bridge_modules[key]
+    frame = module.frames[-1]
+    states = dict(zip(["q", "v", "a"], batch_inputs(model, ["q", "v", "a"], BATCH)))
+    calls = {"frame_placement": "q", "frame_jacobian": "q", "frame_velocity": "qv", "frame_acceleration": "qva",
+             "frame_velocity_derivatives": "qv", "frame_acceleration_derivatives": "qva"}
+    checked = 0
+    for name, inputs in calls.items():
+        if not hasattr(module, name):
+            continue
+        function = getattr(module, name)
+        args = [states[x] for x in inputs]
+        batch = python_calls_in(lambda: function(*args, frame, threads=1))
+        parts = batch if isinstance(batch, tuple) else (batch,)
+        for k in range(BATCH):
+            one = function(*[x[k] for x in args], frame)
+            for got, want in zip(parts, one if isinstance(one, tuple) else (one,)):
+                assert got.shape == (BATCH,) + want.shape and np.array_equal(got[k], want), f"{name}, state {k}"
+        flat = np.concatenate([np.reshape(p, (BATCH, -1)) for p in parts], axis=1)
+        out = np.full(flat.shape if isinstance(batch, tuple) else batch.shape, np.nan)
+        written = python_calls_in(lambda: function(*args, frame, out=out, threads=2))
+        assert all(np.shares_memory(p, out) for p in (written if isinstance(written, tuple) else (written,))), name
+        assert np.array_equal(out.reshape(BATCH, -1), flat), name
+        checked += 1
+    assert checked == 6

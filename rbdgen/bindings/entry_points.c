@@ -211,16 +211,38 @@ static void evaluate_batch(const function_t *f, long count, int threads, const d
     }
 }
 
+/* The array a batch of `count` states is written into: the caller's out= when it is what the
+   Python function takes ((B,) + the output's shape, (B, size) for a result in parts, (B,) for a
+   number) and overlaps no input, else a new one. NULL without an exception: out= is not such
+   an array (the Python function takes the call). */
+static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int nparts, Py_ssize_t ndim0,
+                              const Py_ssize_t *shape0, Py_ssize_t out_size, const double *const *in,
+                              const Py_ssize_t *sizes, int n)
+{
+    Py_ssize_t shape[4] = { count };
+    int ndim;
+    if (scalar || nparts > 1) {
+        ndim = 1 + !scalar;
+        shape[1] = out_size;
+    } else {
+        ndim = 1 + (int)ndim0;
+        for (int d = 0; d < ndim0; ++d)
+            shape[1 + d] = shape0[d];
+    }
+    if (given != NULL && (out_of(given, ndim, shape) == NULL
+                          || overlaps((const double *)PyArray_DATA((PyArrayObject *)given), count * out_size, in, sizes, n)))
+        return NULL;
+    return written_into(given, 1, ndim, shape, 0);
+}
+
 /* A batch in the common call: every state input a (B, n) array as rows_of takes it, the
-   parameters floats, out= the array the Python function would take ((B,) + the output's
-   shape, (B, size) for a result in parts, (B,) for a number) and no overlap. The C batch runs
-   without the GIL, as cffi's call does. NULL without an exception: not the common batch. */
+   parameters floats, out= as batch_target takes it. The C batch runs without the GIL, as
+   cffi's call does. NULL without an exception: not the common batch. */
 static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject *given, int threads)
 {
     double numbers[MAX_INPUTS];
     const double *in[MAX_INPUTS];
-    Py_ssize_t count = 0, sizes[MAX_INPUTS], shape[4];
-    int ndim;
+    Py_ssize_t count = 0, sizes[MAX_INPUTS];
     PyObject *flat;
     for (int i = 0; i < f->ninputs; ++i) {
         if (f->number[i] && PyFloat_Check(args[i])) {
@@ -232,20 +254,8 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     }
     for (int i = 0; i < f->ninputs; ++i)
         sizes[i] = f->number[i] ? 0 : count * f->size[i];
-    shape[0] = count;
-    if (f->scalar || f->nparts > 1) {
-        ndim = 1 + !f->scalar;
-        shape[1] = f->out_size;
-    } else {
-        ndim = 1 + (int)f->ndim[0];
-        for (int d = 0; d < f->ndim[0]; ++d)
-            shape[1 + d] = f->shape[0][d];
-    }
-    if (given != NULL && (out_of(given, ndim, shape) == NULL
-                          || overlaps((const double *)PyArray_DATA((PyArrayObject *)given), count * f->out_size, in,
-                                      sizes, f->ninputs)))
-        return NULL;
-    if ((flat = written_into(given, 1, ndim, shape, 0)) == NULL)
+    if ((flat = batch_target(given, count, f->scalar, f->nparts, f->ndim[0], f->shape[0], f->out_size, in, sizes,
+                             f->ninputs)) == NULL)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     evaluate_batch(f, (long)count, threads, in, (double *)PyArray_DATA((PyArrayObject *)flat));
@@ -315,6 +325,40 @@ static void evaluate_frame(void (*fn)(void), int nstates, long body, const doubl
     }
 }
 
+typedef void (*frame_batch1)(long, int, long, const double *, const double *, double *);
+typedef void (*frame_batch2)(long, int, long, const double *, const double *, const double *, double *);
+typedef void (*frame_batch3)(long, int, long, const double *, const double *, const double *, const double *,
+                             double *);
+
+/* A frame quantity of a batch in the common call: every state input a (B, n) array as rows_of
+   takes it, out= as batch_target takes it; the frame's placement one for the whole batch.
+   NULL without an exception: not the common batch. */
+static PyObject *call_frame_batch(const frame_kind_t *f, void (*batch)(void), long body, const double *placement,
+                                  PyObject *const *args, PyObject *given, int threads)
+{
+    const double *in[3];
+    Py_ssize_t count = 0, sizes[3];
+    PyObject *flat;
+    double *out;
+    for (int i = 0; i < f->nstates; ++i) {
+        if ((in[i] = rows_of(args[i], f->size[i], &count)) == NULL)
+            return NULL;
+        sizes[i] = count * f->size[i];
+    }
+    if ((flat = batch_target(given, count, 0, f->nparts, f->ndim[0], f->shape[0], f->out_size, in, sizes,
+                             f->nstates)) == NULL)
+        return NULL;
+    out = (double *)PyArray_DATA((PyArrayObject *)flat);
+    Py_BEGIN_ALLOW_THREADS
+    switch (f->nstates) {
+    case 1: ((frame_batch1)batch)((long)count, threads, body, in[0], placement, out); break;
+    case 2: ((frame_batch2)batch)((long)count, threads, body, in[0], in[1], placement, out); break;
+    default: ((frame_batch3)batch)((long)count, threads, body, in[0], in[1], in[2], placement, out); break;
+    }
+    Py_END_ALLOW_THREADS
+    return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
+}
+
 /* The row of frame_body and frame_placement of a frame given by name; -1 for anything else. */
 static long frame_row(PyObject *name)
 {
@@ -327,8 +371,8 @@ static long frame_row(PyObject *name)
 }
 
 /* quantity(states..., frame[, reference]) with a frame name: one dict look-up, no buffer of
-   the placement, the C function of the reference; a tuple when the result has parts. `self`:
-   (the Python function, the row of frame_kinds). */
+   the placement, the C function of the reference; a tuple when the result has parts. A batch
+   of states goes to call_frame_batch. `self`: (the Python function, the row of frame_kinds). */
 static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *fallback = PyTuple_GET_ITEM(self, 0);
@@ -336,9 +380,10 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
     const double *in[3];
     int reference = f->default_reference;
     long j;
-    PyObject *given = NULL, *flat;
-    if (nargs < f->nstates + 1 || nargs > f->nstates + 1 + f->takes_reference || !only_out(kwnames, args, nargs, &given)
-            || (j = frame_row(args[f->nstates])) < 0)
+    int threads;
+    PyObject *given = NULL, *flat, *batch;
+    if (nargs < f->nstates + 1 || nargs > f->nstates + 1 + f->takes_reference
+            || !keywords(kwnames, args, nargs, &given, &threads) || (j = frame_row(args[f->nstates])) < 0)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if (nargs == f->nstates + 2) {
         reference = -1;
@@ -348,6 +393,12 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     if (reference < 0 || f->fn[reference] == NULL)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    if (PyArray_CheckExact(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 2) {   /* a batch */
+        batch = call_frame_batch(f, f->batch[reference], frame_body[j], frame_placement[j], args, given, threads);
+        if (batch != NULL || PyErr_Occurred())
+            return batch;
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    }
     for (int i = 0; i < f->nstates; ++i)
         if ((in[i] = vector_of(args[i], f->size[i])) == NULL)
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);

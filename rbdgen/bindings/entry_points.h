@@ -36,6 +36,7 @@ typedef struct {
     int nstates;
     Py_ssize_t size[3];
     void (*fn[REFERENCES])(void);
+    void (*batch[REFERENCES])(void);  /* their _batch forms: (n, threads, body, states..., placement, out) */
     int default_reference;
     int takes_reference;             /* frame_placement takes none */
     Py_ssize_t out_size;
