@@ -105,7 +105,7 @@ def test_batch_entry_point_returns_what_the_python_function_does(bridge_modules,
         names = [n for n, _ in row["inputs"]]
         args = batch_inputs(model, names, BATCH)
         python = module._TABLE[name](None, tuple(args), None, 1)
-        c = python_calls_in(lambda: getattr(module, name)(*args, threads=1))
+        c = python_calls_in(lambda: getattr(module, name)(*args, out=None, threads=1))
         assert type(c) is type(python), name
         for got, want in zip(*((c, python) if isinstance(c, tuple) else ((c,), (python,)))):
             assert got.shape == want.shape and got.flags.writeable, name

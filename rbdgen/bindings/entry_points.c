@@ -145,10 +145,11 @@ static void evaluate(const function_t *f, const double *const *in, double *out)
     }
 }
 
-/* The keywords the entry points take: out= (into *given) and, when `threads` is not NULL,
-   threads= (into *threads: an int from 0 to 256, which the Python function accepts on any
-   machine; 0 when not given). 1 when kwnames holds only those, 0 for any other keyword or
-   value (the call goes to the Python function, which also raises the errors). */
+/* The keywords the entry points take: out= (into *given; None leaves it NULL) and, when
+   `threads` is not NULL, threads= (into *threads: an int from 0 to 256, which the Python
+   function accepts on any machine; 0 when not given). 1 when kwnames holds only those, 0 for
+   any other keyword or value (the call goes to the Python function, which also raises the
+   errors). */
 static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads)
 {
     if (threads != NULL)
@@ -158,7 +159,7 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
         if (!PyUnicode_Check(name))
             return 0;
         if (PyUnicode_CompareWithASCIIString(name, "out") == 0) {
-            *given = value;
+            *given = value == Py_None ? NULL : value;   /* out=None: the default, said */
         } else if (threads != NULL && PyUnicode_CompareWithASCIIString(name, "threads") == 0
                    && PyLong_CheckExact(value)) {
             const long t = PyLong_AsLong(value);   /* -1 and an OverflowError for a huge int */
