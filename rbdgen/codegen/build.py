@@ -397,7 +397,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
              for name, glue_flags in glue.items()]
     # The costliest first, so the workers finish together.
     jobs.sort(key=lambda job: -job[0])
-    results, objects, shared = {}, [], []
+    results, objects, shared = {}, [], {}   # shared: a file of small functions -> their names
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
@@ -408,7 +408,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
             together = os.path.join(work, f"{prefix}_shared{len(shared)}.c")
             with open(together, "w") as f:
                 f.write("".join(f'#include "{os.path.basename(c_file)}"\n' for _, c_file in small))
-            shared.append((together, [data["name"] for data, _ in small]))
+            shared[together] = [data["name"] for data, _ in small]
             pending[pool.submit(_timed, compile_source, together, flags, work)] = together
             small.clear()
 
@@ -433,7 +433,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                 else:   # a file of small functions
                     obj, seconds = future.result()
                     objects.append(obj)
-                    names = dict(shared)[run]
+                    names = shared[run]
                     progress(f"  compiled {len(names)} small functions in one file (compile {seconds:.1f} s): "
                              f"{', '.join(names)}")
             if small and (_operations(d for d, _ in small) >= SHARED_FILE_OPERATIONS
@@ -454,11 +454,11 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
         json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
     t0 = time.perf_counter()
-    _link_extension(work, extension, objects)
+    _link_extension(work, extension, sorted(objects))   # in finishing order until sorted: one layout per build
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
-    for together, _ in shared:   # #include lines only: an export compiles each function's file
+    for together in shared:   # #include lines only: an export compiles each function's file
         os.remove(together)
 
 
