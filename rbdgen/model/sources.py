@@ -1,10 +1,12 @@
 """Where robots are described: URDF, xacro (expanded by the PyPI xacro package, no ROS needed)
 and MJCF (compiled by MuJoCo), read into one Model. `load_model` tells them apart by the file:
-a .xacro name or a xacro namespace is xacro, a <mujoco> root is MJCF, anything else URDF.
+a .xacro name, a xacro element or a ${...} / $(...)
+substitution is xacro (a namespace declaration alone is not), a <mujoco> root is MJCF, anything else URDF.
 """
 
 import contextlib
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from ..errors import ModelError, URDFError
@@ -15,19 +17,49 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 
 
 def source_kind(path):
-    """"urdf", "xacro" or "mjcf", from the file's name and its first element."""
+    """"urdf", "xacro" or "mjcf", from the file's name and what it contains."""
     if str(path).endswith(".xacro"):
         return "xacro"
+    return "xacro" if xacro_use(path) else _root_kind(path)
+
+
+def _root_kind(path):
     try:
-        for _, element in ET.iterparse(path, events=("start-ns", "start")):
-            if isinstance(element, tuple):            # a namespace declaration
-                if element[1] == XACRO_NAMESPACE:
-                    return "xacro"
-                continue
+        for _, element in ET.iterparse(path, events=("start",)):
             return "mjcf" if element.tag == "mujoco" else "urdf"
     except (ET.ParseError, OSError):
         pass
     return "urdf"    # the URDF reader says what is wrong with it
+
+
+# What makes a file xacro: an element of xacro's (<xacro:macro>, <xacro:property>, ...) or a
+# substitution (${expression}, $(arg name), $(find package)) in an attribute or a text. Files
+# expanded from xacro, as most ROS URDFs are, keep the namespace declaration and nothing else:
+# they are plain URDF, read without the xacro package.
+_SUBSTITUTION = re.compile(r"\$[{(]")
+
+
+def xacro_use(path):
+    """The first thing in the file that only xacro reads, as a phrase ("<xacro:macro>",
+    "${...} in <origin xyz>"), or None for a file that needs no xacro."""
+    prefixes = {XACRO_NAMESPACE}     # the namespaces a "xacro" prefix is declared for
+    try:
+        for event, item in ET.iterparse(path, events=("start-ns", "start")):
+            if event == "start-ns":
+                if item[0] == "xacro":
+                    prefixes.add(item[1])
+                continue
+            uri, _, tag = item.tag[1:].partition("}") if item.tag.startswith("{") else ("", "", item.tag)
+            if uri in prefixes:
+                return f"<xacro:{tag}>"
+            for place, value in [(f"<{tag} {name}>", value) for name, value in item.attrib.items()] \
+                    + [(f"the text of <{tag}>", item.text or "")]:
+                found = _SUBSTITUTION.search(value)
+                if found:
+                    return f"{'${...}' if found.group() == '${' else '$(...)'} in {place}"
+    except (ET.ParseError, OSError):
+        pass
+    return None
 
 
 def load_model(path, floating_base=False, strict=False, mimic=False, armature=None, xacro_args=None,
@@ -63,7 +95,9 @@ def expand_xacro(path, args=None, packages=None):
         import xacro
         import xacro.substitution_args as substitution
     except ImportError:
-        raise ModelError("reading xacro needs the xacro package: pip install xacro (or rbdgen[xacro])") from None
+        uses = xacro_use(path) if not str(path).endswith(".xacro") else "a .xacro file"
+        raise ModelError(f"{path} is xacro ({uses}): reading it needs the xacro package: "
+                         "pip install xacro (or rbdgen[xacro])") from None
     if not os.path.isfile(path):
         raise URDFError(f"xacro file {path!r} not found; check the path")
     missing = []
