@@ -505,9 +505,11 @@ static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* Called once at import (through cffi, which does not hold the GIL): `given` is the address
    of a tuple (a dict name -> the module's Python function, the dict frame name -> row of
-   frame_body and frame_placement). Returns a new reference to a dict name -> entry point, for
-   each definition whose name the first dict has; NULL on failure (NumPy's C interface not
-   found), and then the Python functions stay. */
+   frame_body and frame_placement, the tuple type that holds an entry point's self). Returns a
+   new reference to a dict name -> entry point, for each definition whose name the first dict
+   has; NULL on failure (NumPy's C interface not found), and then the Python functions stay.
+   The self type is the module's: an entry point pickles as getattr(its self, its name), and
+   that self pickles as the module. */
 static void *make_entry_points(void *given, PyMethodDef *definitions, const Py_ssize_t *rows)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
@@ -520,7 +522,7 @@ static void *make_entry_points(void *given, PyMethodDef *definitions, const Py_s
         PyObject *fallback = PyDict_GetItemString(python, definitions[k].ml_name);
         if (fallback == NULL)   /* not public in this module (a point function without frames) */
             continue;
-        PyObject *self = Py_BuildValue("(On)", fallback, rows[k]);
+        PyObject *self = PyObject_CallFunction(PyTuple_GET_ITEM((PyObject *)given, 2), "((On))", fallback, rows[k]);
         PyObject *f = self == NULL ? NULL : PyCFunction_New(&definitions[k], self);
         Py_XDECREF(self);
         if (f == NULL || PyDict_SetItemString(made, definitions[k].ml_name, f) < 0)

@@ -17,6 +17,7 @@ Needs only numpy and cffi.
 import importlib as _importlib
 import json as _json
 import os as _os
+import sys as _sys
 
 import numpy as _np
 
@@ -633,13 +634,54 @@ if "aba" in _NAMES:
 del _name, _built
 
 
+# ------------------------------------------------------------------------------ pickling ---
+# A module pickles by its folder and build key: another process (multiprocessing, Dask, Ray)
+# loads the same compiled module from that folder, or builds it there from the recipe in
+# model.json when the folder is absent (rbdgen.codegen.reopen). Its public functions pickle as
+# getattr(module, name).
+
+class _Module(type(_os)):
+    """This module's type: a module that pickles by its folder and build key."""
+
+    def __reduce__(self):
+        from rbdgen.codegen.reopen import module_at   # only where a module is pickled
+        return module_at, (_HERE, _META["build_key"], {"source": _META["source"], "options": _META["options"],
+                                                       "module": _META["module"]})
+
+
+class _Bound(tuple):
+    """An entry point's self in C, (the Python function, its row); pickles as the module."""
+    __slots__ = ()
+
+    def __reduce__(self):
+        return _sys.modules[__name__].__reduce__()
+
+
+class _Public:
+    # A public function written in Python, as itself but for pickling (by module and name).
+
+    def __init__(self, function):
+        self.__wrapped__ = function
+        self.__name__, self.__qualname__ = function.__name__, function.__qualname__
+        self.__doc__, self.__module__ = function.__doc__, function.__module__
+
+    def __call__(self, *args, **kwargs):
+        return self.__wrapped__(*args, **kwargs)
+
+    def __reduce__(self):
+        return getattr, (_sys.modules[__name__], self.__name__)
+
+    def __repr__(self):
+        return f"<function {self.__qualname__} of {name}>"
+
+
 def _direct_entry_points():
     """Replace public functions by their C entry points (calls.c), each of which takes the
     common call itself and hands every other call to the Python function defined above. The C
     side makes an entry point for each of its definitions whose name is public here."""
     import ctypes
     public = {n: f for n, f in globals().items() if callable(f) and not n.startswith("_")}
-    given = (public, {frame: row for row, frame in enumerate(frames)})
+    given = (public, {frame: row for row, frame in enumerate(frames)}, _Bound)
     made = getattr(_lib, f"rbdgen_{_META['module']}_entry_points")(_ffi.cast("void *", id(given)))
     if made == _ffi.NULL:
         return
@@ -649,3 +691,8 @@ def _direct_entry_points():
 
 
 _direct_entry_points()
+for _name, _value in list(globals().items()):
+    if type(_value) is type(_direct_entry_points) and not _name.startswith("_"):
+        globals()[_name] = _Public(_value)
+del _name, _value
+_sys.modules[__name__].__class__ = _Module

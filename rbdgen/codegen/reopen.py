@@ -1,0 +1,46 @@
+"""What a pickled module becomes in another process (multiprocessing, concurrent.futures, Dask,
+Ray): the module a folder holds, by the folder's path and the build key.
+
+The process loads the compiled module from the same folder when it is there (a shared file
+system, or the same machine), and builds it there from the build's recipe (model.json's source
+and options) when the folder is absent: the robot's file must then be at the same path.
+"""
+
+import os
+
+from ..errors import BuildError
+from . import cache
+
+
+_OPENED = {}   # (folder, build key) -> module: a Dask worker unpickles the module with every task
+
+
+def module_at(folder, build_key, recipe):
+    """The module in `folder` with `build_key`, built from `recipe` if the folder is absent."""
+    module = _OPENED.get((folder, build_key))
+    if module is None:
+        module = _OPENED[folder, build_key] = _open(folder, build_key, recipe)
+    return module
+
+
+def _open(folder, build_key, recipe):
+    from .build import build, load
+    try:
+        found = cache.read_json(os.path.join(folder, "model.json")).get("build_key")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    if found == build_key:
+        return load(folder)
+    if found is not None:
+        raise BuildError(f"'{folder}' holds another build of the module than the one pickled (rebuilt since); "
+                         "pickle the module again after the build")
+    source, options = recipe["source"], recipe["options"]
+    path = source.get("urdf")
+    if not (isinstance(path, str) and os.path.isfile(path)):
+        raise BuildError(f"'{folder}' is not on this machine, nor the robot's file {path!r} to build it from; "
+                         "put the module folder (or the robot's file) on storage every process sees")
+    return build(path, out_dir=os.path.dirname(folder), name=recipe["module"],
+                 floating_base=bool(source.get("floating_base")), mimic=bool(source.get("mimic")),
+                 armature=source.get("armature"), xacro_args=source.get("xacro_args"), packages=source.get("packages"),
+                 algorithms=options.get("algorithms"), native=options.get("native", True), cse=options.get("cse", True),
+                 frames=options.get("frames"), contacts=options.get("contacts"))

@@ -1,0 +1,159 @@
+"""Modules travel to other processes: a module and its functions pickle (by the module's folder
+and build key), so multiprocessing, concurrent.futures and Dask call them; a process that lacks
+the folder builds it from the recipe in model.json; rbdgen.dask.map runs a function over Dask
+arrays of states, chunk by chunk, each chunk one batch call in C.
+"""
+
+import concurrent.futures
+import multiprocessing
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import rbdgen
+from helpers import tiny_urdf, write_urdf
+
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def panda(bridge_modules):
+    return bridge_modules["panda"][0]
+
+
+def states(robot, count, seed=SEED):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(count, robot.nq)), rng.normal(size=(count, robot.nv)), rng.normal(size=(count, robot.nv))
+
+
+def test_module_and_every_function_pickle(panda):
+    assert pickle.loads(pickle.dumps(panda)) is panda
+    public = [name for name in dir(panda) if not name.startswith("_") and callable(getattr(panda, name))]
+    assert {"rnea", "aba_derivatives", "frame_jacobian", "point_jacobian", "casadi", "to_mujoco"} <= set(public)
+    for name in public:
+        function = getattr(panda, name)
+        assert pickle.loads(pickle.dumps(function)) == function, name
+
+
+def _spawned(module):
+    """What a freshly spawned process makes of a pickled module (its folder and a call)."""
+    q = np.linspace(-1, 1, module.nq)
+    return module.__file__, module.rnea(q, q, q)
+
+
+def test_spawned_processes_call_the_module(panda):
+    q, v, a = states(panda, 6)
+    context = multiprocessing.get_context("spawn")   # nothing inherited: the module arrives by pickle
+    with context.Pool(2) as pool:
+        rows = pool.starmap(panda.rnea, zip(q, v, a))
+    np.testing.assert_array_equal(rows, panda.rnea(q, v, a))
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        folder, tau = pool.submit(_spawned, panda).result()
+        jacobians = list(pool.map(panda.frame_jacobian, q, ["panda_hand"] * len(q)))
+    assert folder == panda.__file__
+    x = np.linspace(-1, 1, panda.nq)
+    np.testing.assert_array_equal(tau, panda.rnea(x, x, x))
+    np.testing.assert_array_equal(jacobians, panda.frame_jacobian(q, "panda_hand"))
+
+
+# A fresh interpreter unpickles a module and calls it: the folder may be absent there.
+_UNPICKLE = """
+import pickle, sys
+import numpy as np
+module = pickle.loads(sys.stdin.buffer.read())
+q = np.linspace(-1, 1, module.nq)
+print(module.__file__)
+print(repr(module.rnea(q, q, q).tolist()))
+"""
+
+
+def unpickle_elsewhere(blob):
+    done = subprocess.run([sys.executable, "-c", _UNPICKLE], input=blob, capture_output=True, timeout=300)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def test_absent_folder_is_built_from_the_recipe(tmp_path):
+    urdf = write_urdf(tmp_path, tiny_urdf())
+    module = rbdgen.build(urdf, out_dir=str(tmp_path / "gen"), algorithms=["rnea"], contacts=["tip:3d"])
+    blob = pickle.dumps(module)
+    q = np.linspace(-1, 1, module.nq)
+    expected = module.rnea(q, q, q)
+    folder = os.path.dirname(module.__file__)
+    shutil.rmtree(folder)
+    code, out, err = unpickle_elsewhere(blob)
+    assert code == 0, err
+    path, tau = out.splitlines()
+    assert path == module.__file__ and os.path.isfile(path)
+    np.testing.assert_array_equal(eval(tau), expected)
+    rebuilt = rbdgen.load(folder)
+    assert rebuilt.contacts == module.contacts and set(rebuilt.operation_counts) == set(module.operation_counts)
+
+
+def test_what_cannot_travel_says_why(tmp_path):
+    urdf = write_urdf(tmp_path, tiny_urdf())
+    module = rbdgen.build(urdf, out_dir=str(tmp_path / "gen"), algorithms=["rnea"])
+    blob = pickle.dumps(module)
+    rbdgen.build(urdf, out_dir=str(tmp_path / "gen"), algorithms=["rnea", "crba"])   # the folder rebuilt since
+    code, _, err = unpickle_elsewhere(blob)
+    assert code != 0 and "holds another build of the module than the one pickled" in err
+    shutil.rmtree(tmp_path / "gen")
+    os.remove(urdf)
+    code, _, err = unpickle_elsewhere(blob)
+    assert code != 0 and "put the module folder (or the robot's file) on storage every process sees" in err
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        yield client
+
+
+MILLIONS = 2_000_000
+
+
+def test_dask_over_millions_of_states_equals_the_local_batch(panda, cluster):
+    """rnea over two million states in worker processes, in chunks of 250 000, bit for bit the
+    local batch; and a function in parts (aba_derivatives), a frame's and a number's."""
+    import dask.array as da
+    import rbdgen.dask
+    rng = da.random.default_rng(SEED)
+    Q, V, A = (rng.standard_normal((MILLIONS, n), chunks=(250_000, -1)) for n in (panda.nq, panda.nv, panda.nv))
+    q, v, a = (x.compute() for x in (Q, V, A))
+    t0 = time.perf_counter()
+    tau = rbdgen.dask.map(panda.rnea, Q, V, A).compute()
+    t1 = time.perf_counter()
+    local = panda.rnea(q, v, a)
+    t2 = time.perf_counter()
+    print(f"rnea over {MILLIONS} states: Dask (2 worker processes) {t1 - t0:.2f} s, one local batch {t2 - t1:.2f} s")
+    np.testing.assert_array_equal(tau, local)
+    few = slice(0, 5_000)
+    Q, V, A = (da.from_array(x[few], chunks=(1_024, -1)) for x in (q, v, a))
+    parts = rbdgen.dask.map(panda.aba_derivatives, Q, V, A)
+    for got, expected in zip(da.compute(*parts), panda.aba_derivatives(q[few], v[few], a[few])):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(rbdgen.dask.map(panda.frame_jacobian, Q, "panda_hand").compute(),
+                                  panda.frame_jacobian(q[few], "panda_hand"))
+    energy = rbdgen.dask.map(panda.kinetic_energy, Q, V).compute()
+    assert energy.shape == (5_000,)
+    np.testing.assert_array_equal(energy, panda.kinetic_energy(q[few], v[few]))
+    # NumPy batches are taken too, cut as the first Dask array
+    np.testing.assert_array_equal(rbdgen.dask.map(panda.rnea, Q, v[few], a[few]).compute(), local[few])
+
+
+def test_dask_map_refuses_what_is_not_a_batch(panda):
+    import dask.array as da
+    import rbdgen.dask
+    q = np.zeros(panda.nq)
+    with pytest.raises(ValueError, match="no batch of states among the arguments"):
+        rbdgen.dask.map(panda.rnea, q, q, q)
+    Q = da.zeros((10, panda.nq), chunks=5)
+    with pytest.raises(ValueError, match="argument 1 has 9 states, argument 0 10"):
+        rbdgen.dask.map(panda.rnea, Q, np.zeros((9, panda.nv)), np.zeros((10, panda.nv)))
