@@ -27,7 +27,7 @@ from collections import namedtuple
 import numpy as np
 
 from common import log
-from rbdgen.codegen.build import compile_source
+from rbdgen.codegen.compilation import compile_source
 from rbdgen.codegen.cache import compiler_identity
 from rbdgen.errors import BuildError
 from rbdgen.runtime.states import random_state

@@ -98,3 +98,10 @@ def central_differences(function, args, k, step=1e-6):
         minus[k][j] -= step
         columns.append((np.ravel(function(*plus)) - np.ravel(function(*minus))) / (2 * step))
     return np.stack(columns, axis=1)
+
+
+def temporary_entries(folder):
+    """The temporary build folders in an output folder: entries whose name starts with '.', other
+    than lock files and the per-function cache, which stays."""
+    from rbdgen.codegen.objects import FOLDER
+    return sorted(n for n in os.listdir(folder) if n.startswith(".") and not n.endswith(".lock") and n != FOLDER)

@@ -12,7 +12,7 @@ import pytest
 import rbdgen
 from rbdgen.algorithms import minv as minv_algorithms
 from rbdgen.algorithms import mimic as algorithms
-from rbdgen.codegen.build import SELECTION_MARGIN, generate_program
+from rbdgen.codegen.programs import SELECTION_MARGIN, generate_program
 from rbdgen.codegen.evaluate import evaluate
 from rbdgen.codegen.functions import BY_NAME
 from rbdgen.model.joints import snap_orthonormal

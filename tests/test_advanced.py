@@ -803,6 +803,24 @@ def test_report_build_times(tmp_path):
     assert any(re.fullmatch(rf"verified against the reference \(.*{seconds}\)", line) for line in lines), lines
 
 
+def test_a_long_build_says_what_it_is_doing(tmp_path, monkeypatch):
+    """Past QUIET_SECONDS, every PROGRESS_SECONDS a line says how many functions are generated,
+    which are being generated or compiled, and how many jobs wait (here made 0 and 50 ms)."""
+    import re
+    from rbdgen.codegen import compilation
+    monkeypatch.setattr(compilation, "QUIET_SECONDS", 0)
+    monkeypatch.setattr(compilation, "PROGRESS_SECONDS", 0.05)
+    lines = []
+    rbdgen.build_model(revolute_model("talkative", [-1, 0, 1, 2]), out_dir=str(tmp_path),
+                       algorithms=["rnea", "crba", "aba", "aba_derivatives"], progress=lines.append)
+    said = [line for line in lines if "functions generated" in line]
+    assert said, lines
+    for line in said:
+        assert re.fullmatch(r"  after \d+ s: [0-4] of 4 functions generated(; generating [\w, ]+)?"
+                            r"(; compiling [\w., ]+)?(; \d+ more jobs waiting)?", line), line
+    assert any("generating" in line or "compiling" in line for line in said), said
+
+
 # ============================================================ 4. Christoffel cost =============
 
 def revolute_model(name, parents, seed=0):
@@ -816,7 +834,7 @@ def revolute_model(name, parents, seed=0):
 
 
 def test_christoffel_operation_count_exploits_the_tree():
-    from rbdgen.codegen.build import generate_program
+    from rbdgen.codegen.programs import generate_program
     from rbdgen.codegen.functions import BY_NAME
     n = 12
     chain = revolute_model("chain12", [i - 1 for i in range(n)])

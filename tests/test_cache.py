@@ -18,7 +18,7 @@ import pytest
 
 import rbdgen
 import rbdgen.codegen.build as build_module
-from helpers import tiny_urdf, write_urdf
+from helpers import temporary_entries, tiny_urdf, write_urdf
 from rbdgen.codegen import cache
 from rbdgen.runtime import verify
 from rbdgen.runtime.states import random_configuration
@@ -40,10 +40,6 @@ def build_in_subprocess(urdf, out, algorithms=ALGORITHMS, prelude=""):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout, result.stderr
-
-
-def temporary_entries(folder):
-    return sorted(n for n in os.listdir(folder) if n.startswith(".") and not n.endswith(".lock"))
 
 
 @pytest.fixture
@@ -264,3 +260,65 @@ def test_generated_crba_is_exactly_symmetric(tmp_path):
     q = random_configuration(model, np.random.default_rng(3), batch=64)
     M = module.crba(q)
     assert np.array_equal(M, np.swapaxes(M, 1, 2))
+
+
+# ------------------------------------------------------------- the per-function cache ---
+
+def _reports(lines):
+    """{function: how the build got it}: "cached" (its program reused) or "generated"."""
+    import re
+    got = {}
+    for line in lines:
+        m = re.fullmatch(r"\s*(\w+): \d+ operations \((program cached|symbolic .*)\)", line)
+        if m:
+            got[m.group(1)] = "cached" if m.group(2) == "program cached" else "generated"
+    return got
+
+
+def test_a_rebuild_with_one_more_contact_generates_and_compiles_only_what_changed(tmp_path):
+    """The second build (the same robot, one contact more) takes every other function's program
+    and object from the cache, and is verified like any build; a build with other compiler
+    flags reuses the programs and compiles them again."""
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="cached"))
+    out, first, second, third = str(tmp_path / "out"), [], [], []
+    functions = ["rnea", "crba", "aba", "frame_placement", "frame_jacobian_local", "contact_dynamics", "contact_jacobian"]
+    rbdgen.build(urdf, out_dir=out, algorithms=functions[:5], progress=first.append)
+    module = rbdgen.build(urdf, out_dir=out, algorithms=functions, contacts=["tip:3d"], progress=second.append)
+    assert set(_reports(first).values()) == {"generated"}, first
+    assert _reports(second) == {**{name: "cached" for name in functions[:5]},
+                                "contact_dynamics": "generated", "contact_jacobian": "generated"}, second
+    assert not any(line.strip().startswith("compiled") and "contact" not in line for line in second), second
+    assert any("reused the object of" in line for line in second), second
+    assert any(line.startswith("verified against the reference") for line in second), second
+    model = rbdgen.load_urdf(urdf)
+    q = random_configuration(model, np.random.default_rng(3))
+    from rbdgen.runtime import reference
+    np.testing.assert_allclose(module.crba(q), reference.crba(model, q), rtol=1e-12, atol=1e-12)
+    rbdgen.build(urdf, out_dir=out, algorithms=functions[:5], native=False, progress=third.append)
+    assert set(_reports(third).values()) == {"cached"}, third
+    assert any(line.strip().startswith("compiled") for line in third), third
+
+
+def test_damaged_cache_entries_are_made_again(tmp_path):
+    """Every entry of the per-function cache flipped in one byte, or cut short: the next build
+    removes them, generates and compiles everything again, and passes verification."""
+    from rbdgen.codegen.objects import FOLDER
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="damaged"))
+    out = str(tmp_path / "out")
+    rbdgen.build(urdf, out_dir=out, algorithms=ALGORITHMS)
+    entries = [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(out, FOLDER)) for name in names]
+    assert len(entries) >= 3, entries    # two programs and their objects (shared), the glue's objects
+    for k, path in enumerate(entries):
+        with open(path, "r+b") as f:
+            if k % 2:
+                f.truncate(70)
+            else:
+                f.seek(80)
+                byte = f.read(1)
+                f.seek(80)
+                f.write(bytes([byte[0] ^ 0xFF]))
+    shutil.rmtree(os.path.join(out, "damaged"))
+    lines = []
+    rbdgen.build(urdf, out_dir=out, algorithms=ALGORITHMS, progress=lines.append)
+    assert set(_reports(lines).values()) == {"generated"}, lines
+    assert any(line.startswith("verified against the reference") for line in lines), lines

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import rbdgen
-from helpers import REL_TOL_GENERATED, ROBOTS, assert_close, random_state, robot_path, tiny_urdf, write_urdf
+from helpers import (REL_TOL_GENERATED, ROBOTS, assert_close, random_state, robot_path, temporary_entries, tiny_urdf,
+                     write_urdf)
 from rbdgen import reference as ref
 from rbdgen.runtime.verify import verify_module
 from trees import ALL_JOINT_TYPES, random_tree
@@ -121,11 +122,6 @@ def extension_file(folder):
     found = [n for n in os.listdir(folder) if n.startswith(meta["extension"] + ".")]
     assert len(found) == 1, f"{folder}: extension files {found}"
     return os.path.join(folder, found[0])
-
-
-def dot_entries(folder):
-    """Entries whose name starts with '.' other than lock files (temporary build folders)."""
-    return sorted(n for n in os.listdir(folder) if n.startswith(".") and not n.endswith(".lock"))
 
 
 # ------------------------------------------------------------- generated == reference -------
@@ -249,7 +245,7 @@ def test_build_cache_reuses_and_option_change_rebuilds(tmp_path):
     assert read_meta(folder)["build_key"] == meta["build_key"]
     assert {n: os.stat(os.path.join(folder, n)).st_mtime_ns for n in os.listdir(folder)} == stamps, \
         "a second build with the same options rewrote the module"
-    assert dot_entries(out) == []
+    assert temporary_entries(out) == []
 
     # another option: a rebuild with another key, only the requested functions
     subset = rbdgen.build(urdf, out_dir=out, algorithms=["gravity", "rnea"])
@@ -268,7 +264,7 @@ def test_build_cache_reuses_and_option_change_rebuilds(tmp_path):
     assert read_meta(folder)["build_key"] == meta["build_key"]
     assert set(back.operation_counts) == set(base)
     assert_close("rebuilt crba", back.crba(q), ref.crba(model, q), TOL)
-    assert dot_entries(out) == []
+    assert temporary_entries(out) == []
     assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == [os.path.basename(folder)]
 
 
@@ -333,7 +329,7 @@ def test_concurrent_builds_leave_one_intact_module(tmp_path):
     for stdout, stderr, code in results:
         assert code == 0, stderr
         assert stdout.split() == ["2", "2"]
-    assert dot_entries(out) == [], "temporary build folders were left behind"
+    assert temporary_entries(out) == [], "temporary build folders were left behind"
     modules = [n for n in os.listdir(out) if not n.startswith(".")]
     assert modules == ["racer"]
     folder = os.path.join(out, "racer")
@@ -632,7 +628,7 @@ def test_failed_compile_raises_build_error(tmp_path, monkeypatch):
     assert "fake-cc: error" in str(err)
     assert str(cc) in str(err).splitlines()[0]
     # nothing half-built is left behind
-    assert dot_entries(str(out)) == []
+    assert temporary_entries(str(out)) == []
     assert [n for n in os.listdir(str(out)) if not n.startswith(".")] == []
 
 

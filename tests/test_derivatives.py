@@ -240,7 +240,7 @@ def test_analytic_matches_forward_mode(floating):
 
 
 def test_generator_keeps_the_shorter_program():
-    from rbdgen.codegen.build import generate_program
+    from rbdgen.codegen.programs import generate_program
     from rbdgen.codegen.functions import BY_NAME
     from rbdgen.algorithms import mimic, minv, rnea_derivatives
     # the analytical derivatives are preferred (forward mode is not recorded): they are shorter

@@ -7,13 +7,11 @@ of line) only writes the C of its small wrapper, which compiles beside them, and
 are linked into the extension directly.
 """
 
-import concurrent.futures
 import contextlib
 import functools
 import hashlib
 import io
 import json
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -33,10 +31,9 @@ from . import cache
 from .compiler import GLUE_FLAGS, c_compiler, compile_flags, openmp_flags
 from . import functions as fn_table
 from .cprinter import sanitize_identifier
-from .optimize import optimize
-from .recorder import record
-from .render import (function_data, kernels_header_name, render_batch, render_calls, render_function,
-                     render_casadi, render_header, render_info, render_kernels_header, signature)
+from .compilation import generate_and_compile
+from .objects import BuildCache
+from .render import (kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
 
@@ -70,98 +67,6 @@ def model_fingerprint(model):
     parts += [repr((f.name, f.body, f.placement)) for f in model.frames]
     h.update("\n".join(parts).encode())
     return h.hexdigest()
-
-
-# States (seeded) on which every candidate program of a function with variants is measured.
-ACCURACY_STATES = 4
-# A variant is kept only within a quarter of its budget on those states: verification measures
-# other states, where the same program's error is up to 3.4 times larger (hopper's M^-1 in one
-# fixed frame: 6.8e-15 on these, 2.3e-14 on verification's, budget 2.2e-14; half_cheetah's
-# analytic aba_derivatives 1.9e-14 and 3.3e-14). Such a variant keeps 10 % of the operations
-# and loses a digit to the table's algorithm (4.4e-16): not a trade to make.
-SELECTION_MARGIN = 4
-ACCURACY_SEED = 1
-
-
-def generate_program(model, spec, cse=True, body=None, choice=None):
-    """Record one function's algorithm on symbols and optimize the straight-line program
-    (for a function of a frame, the program of the frames on `body`).
-
-    A function with variants (other algorithms for the same outputs) keeps the cheapest
-    program (its operations; solves left to loops after it at their estimated cost,
-    codegen.solves) whose forward error, measured against extended precision on ACCURACY_STATES
-    seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
-    table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
-    and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
-    a dict, receives what was measured and kept."""
-    inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
-
-    def program_of(function):
-        run = (lambda ops, *args: function(model, ops, body, *args)) if spec.per_body else \
-            (lambda ops, *args: function(model, ops, *args))
-        program = optimize(record(run, inputs, spec.output(model)), cse=cse)
-        program.counts["cost"] = program.counts["operations"]
-        solve = getattr(function, "solve", None)
-        if solve is not None:
-            program.solve = solve(model).compacted(program.outputs)
-            program.counts["operations"] += program.solve.operations()
-            program.counts["cost"] += program.solve.cost()
-        return program
-
-    variants = tuple(v for v in spec.variants if v.applies(model))
-    if not variants:
-        return program_of(spec.run)
-    from ..runtime.accuracy import Yardstick
-    from ..runtime.verify import random_inputs
-    from .evaluate import evaluate
-    states = random_inputs(model, np.random.default_rng(ACCURACY_SEED), ACCURACY_STATES)
-    states = {name: states[name] for name in spec.inputs} if not spec.per_body else \
-        dict({name: states[name] for name in spec.inputs if name != "placement"},
-             placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
-    yardstick = Yardstick(model, spec, states, body)
-    preferred = tuple(v for v in variants if getattr(v, "preferred", False))
-    others = tuple(v for v in variants if v not in preferred)
-    rounds = (preferred, (spec.run,) + others) if preferred else ((spec.run,) + variants,)
-    measured = []
-    for functions in rounds:
-        for function in functions:
-            program = program_of(function)
-            measured.append((function, program, yardstick.error(evaluate(program, states))))
-        accurate = [m for m in measured if m[2] <= yardstick.budget / SELECTION_MARGIN]
-        if accurate:
-            break
-    # none within budget (the optimizer lost digits even in the table's algorithm): the most accurate
-    kept = min(accurate, key=lambda m: m[1].counts["cost"]) if accurate else min(measured, key=lambda m: m[2])
-    if choice is not None:
-        choice.update(kept=_algorithm_name(kept[0], spec), error=kept[2], budget=yardstick.budget,
-                      reference_error=yardstick.reference_error,
-                      candidates={_algorithm_name(f, spec): {"operations": p.counts["operations"], "cost": p.counts["cost"],
-                                                              "error": e}
-                                  for f, p, e in measured})
-    return kept[1]
-
-
-def describe_choice(name, choice):
-    """One line on the program a function with variants kept, and why."""
-    def size(c):
-        return f"{c['operations']} operations" + (f", cost {c['cost']:.0f}" if c["cost"] != c["operations"] else "")
-
-    others = [f"{algorithm} {size(c)}, error {c['error']:.1e}"
-              for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
-    kept = choice["candidates"][choice["kept"]]
-    return (f"{name}: kept {choice['kept']} ({size(kept)}, error {choice['error']:.1e} "
-            f"within {choice['budget']:.1e} / {SELECTION_MARGIN})" + (f"; also measured {'; '.join(others)}" if others else ""))
-
-
-def _algorithm_name(function, spec):
-    return spec.name if function is spec.run else function.__name__
-
-
-def _body_frame_placement(model, body):
-    """The placement (E row-major, r) of the first frame on `body`: a function of a frame
-    is measured there."""
-    frame = next(f for f in model.frames if f.body == body)
-    return np.array(placement_entries(frame.placement), dtype=float)
 
 
 def _metadata(model, module, extension, datas, key, options, source, frames, contacts):
@@ -299,7 +204,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             progress(f"{module}: rebuilding ({problem})")
         _replacing_another_robot(target, model, progress)
         with cache.workspace(out_dir, module) as work:
-            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen, declared)
+            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen, declared,
+                           out_dir)
             report = None
             if verify:
                 report = _verify(work, model, module, progress)
@@ -351,7 +257,8 @@ def _condition(model):
     return float(np.linalg.cond(reference.crba(model, q)))
 
 
-def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames, contacts):
+def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames, contacts,
+                   out_dir):
     """Generate, render and compile every function (in parallel processes), then link.
 
     Every file is named rbdgen_<module>_*, so no robot name can shadow a system header."""
@@ -391,55 +298,10 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
     # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
     glue[f"{extension}.c"] = _python_extension_flags("-O0")
-    jobs = [(_COST.get(spec.name, 1), _generate_function, (model, module, spec.name, cse, work, header, flags,
-                                                        bodies, contacts)) for spec in specs]
-    jobs += [(_COST["glue"], compile_source, (os.path.join(work, name), glue_flags, work))
-             for name, glue_flags in glue.items()]
-    # The costliest first, so the workers finish together.
-    jobs.sort(key=lambda job: -job[0])
-    results, objects, shared = {}, [], {}   # shared: a file of small functions -> their names
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        pending = {pool.submit(run, *args): run for _, run, args in jobs}
-        small = []   # small functions' files, not compiled yet: they compile together
-
-        def compile_together():
-            together = os.path.join(work, f"{prefix}_shared{len(shared)}.c")
-            with open(together, "w") as f:
-                f.write("".join(f'#include "{os.path.basename(c_file)}"\n' for _, c_file in small))
-            shared[together] = [data["name"] for data, _ in small]
-            pending[pool.submit(_timed, compile_source, together, flags, work)] = together
-            small.clear()
-
-        while pending:
-            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
-                run = pending.pop(future)
-                if run is compile_source:
-                    objects.append(future.result())
-                elif run is _generate_function:
-                    data, obj, c_file, seconds = future.result()
-                    results[data["name"]] = data
-                    compiled = f"compile {seconds[2]:.1f} s" if obj else "compiled with other small functions"
-                    progress(f"  {data['name']}: {data['operations']} operations "
-                             f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
-                    if data["accuracy"]:
-                        progress("    " + describe_choice(data["name"], data["accuracy"]))
-                    if obj:
-                        objects.append(obj)
-                    else:
-                        small.append((data, c_file))
-                else:   # a file of small functions
-                    obj, seconds = future.result()
-                    objects.append(obj)
-                    names = shared[run]
-                    progress(f"  compiled {len(names)} small functions in one file (compile {seconds:.1f} s): "
-                             f"{', '.join(names)}")
-            if small and (_operations(d for d, _ in small) >= SHARED_FILE_OPERATIONS
-                          or _generate_function not in pending.values()):
-                compile_together()
-    datas = [results[spec.name] for spec in specs]
+    store = BuildCache(out_dir)
+    fingerprint = (code_fingerprint(), model_fingerprint(model), module, bool(cse))
+    datas, objects, shared = generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts,
+                                                  glue, store, fingerprint)
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
     # The Python binding is one fixed file that reads model.json; points and contacts run on
@@ -460,62 +322,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         os.remove(obj)
     for together in shared:   # #include lines only: an export compiles each function's file
         os.remove(together)
-
-
-# Relative cost of generating and compiling each function, to schedule the big ones first
-# (seconds of compilation on Panda, tenths; the glue files, batch.c and casadi.c, about 1.5 s each)
-_COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue": 15, "regressor": 12,
-         "coriolis": 9, "base_regressor": 9, "aba_fext": 6, "aba": 5, "minv": 5, "fd_crba": 4, "centroidal_momentum": 4,
-         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "kinetic_energy": 2}
-
-
-# clang spends about 50 ms on a file before its first function (Panda: its 32 functions of
-# under 1 200 operations took 6.3 s of compilation one file each, 4.4 s in one file). Functions
-# smaller than SMALL_FUNCTION_OPERATIONS therefore compile together, in files of at least
-# SHARED_FILE_OPERATIONS, each file its own job so that the workers still share them.
-SMALL_FUNCTION_OPERATIONS = 1500
-SHARED_FILE_OPERATIONS = 6000
-
-
-def _operations(datas):
-    """The operations of functions' C: every body's program."""
-    return sum(k["operations"] for data in datas for k in data["kernels"])
-
-
-def _generate_function(model, module, name, cse, work, header, flags, bodies, contacts):
-    """One function: symbolic run, optimization, C file, and (unless it is small) object file,
-    in a worker process. A function of a frame gets one program for each body that carries
-    frames. Returns its data, object (None: compile it with others), C file and seconds."""
-    spec = fn_table.lookup(name, contacts)
-    t0 = time.perf_counter()
-    choice = {}
-    programs = [(body, generate_program(model, spec, cse, body, choice)) for body in bodies] if spec.per_body else \
-        [(None, generate_program(model, spec, cse, choice=choice))]
-    t1 = time.perf_counter()
-    data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
-    source = os.path.join(work, f"rbdgen_{module}_{name}.c")
-    with open(source, "w") as f:
-        f.write(render_function(module, data))
-    t2 = time.perf_counter()
-    obj = compile_source(source, flags, work) if _operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
-    return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
-
-
-def _timed(run, *args):
-    t0 = time.perf_counter()
-    return run(*args), time.perf_counter() - t0
-
-
-def compile_source(source, flags, work):
-    """Compile one C file to an object; BuildError with the command and compiler output."""
-    cc = c_compiler()
-    obj = source[:-2] + ".o"
-    cmd = [cc, *flags, "-c", source, "-o", obj, "-I", work]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BuildError(f"compiling {os.path.basename(source)} failed: {' '.join(cmd)}",
-                         command=cmd, output=result.stdout + result.stderr)
-    return obj
+    store.prune()
 
 
 def _emit_cffi_source(work, extension, header, entry_points):

@@ -1,0 +1,227 @@
+"""Generating and compiling a module's functions, in parallel processes, through the per-function
+cache (codegen/objects.py): a function whose program is cached skips its symbolic run, and a
+C file whose object is cached is not compiled.
+
+Small functions compile together (clang spends about 50 ms on a file before its first
+function: Panda's 32 functions of under 1 200 operations took 6.3 s of compilation one file
+each, 4.4 s in one file). Which file a small function shares is decided by its name and kind
+alone, so that a build which adds a contact, a function or a frame finds the other files, and
+their objects, as before.
+"""
+
+import concurrent.futures
+import multiprocessing
+import os
+import subprocess
+import time
+import zlib
+
+from ..errors import BuildError
+from . import functions as fn_table
+from .compiler import c_compiler
+from .objects import digest
+from .programs import describe_choice, generate_program
+from .render import function_data, kernels_header_name, render_function
+
+SMALL_FUNCTION_OPERATIONS = 1500
+# The files small functions share, by kind: the functions of a frame change with the frames
+# served, those of contacts with the contacts declared; the others with neither.
+SHARED_FILES = {"state": 3, "frame": 2, "contact": 1}
+
+# Relative cost of generating and compiling each function, to schedule the big ones first
+# (seconds of compilation on Panda, tenths; the glue files, batch.c and casadi.c, about 1.5 s each)
+_COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue": 15, "regressor": 12,
+         "coriolis": 9, "base_regressor": 9, "aba_fext": 6, "aba": 5, "minv": 5, "fd_crba": 4, "centroidal_momentum": 4,
+         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "kinetic_energy": 2}
+
+
+def operations(datas):
+    """The operations of functions' C: every body's program."""
+    return sum(k["operations"] for data in datas for k in data["kernels"])
+
+
+def shared_file(spec):
+    """(kind, index) of the file a small function of `spec` shares."""
+    kind = "frame" if spec.per_body else "contact" if spec.name in fn_table.CONTACT_NAMES else "state"
+    return kind, zlib.crc32(spec.name.encode()) % SHARED_FILES[kind]
+
+
+def program_key(fingerprint, spec, bodies, contacts):
+    """What a function's program depends on: rbdgen's sources, the model, the module's name and
+    CSE (`fingerprint`), the function, and the bodies with frames or the contacts it reads."""
+    return digest(*fingerprint, spec.name, bodies if spec.per_body else None,
+                  [c.describe() for c in contacts] if spec.name in fn_table.CONTACT_NAMES else None)
+
+
+def generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts, glue, store,
+                         fingerprint):
+    """Every function's program and C file, and the objects of functions and glue files
+    ({file: flags}), reusing what `store` holds. Returns (each spec's data, the object files,
+    the shared files {file: names of the functions it includes})."""
+    read = lambda name: _read(os.path.join(work, name))
+    kernels = read(kernels_header_name(module))
+    glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
+                     name == "rbdgen_entry_points.c"]
+    results, sources, objects, shared = {}, {}, [], {}
+    waiting = {}   # shared file -> the functions it waits for
+    for spec in specs:
+        waiting.setdefault(shared_file(spec), set()).add(spec.name)
+    members = {place: [] for place in waiting}
+    workers = max(1, min(len(specs) + len(glue), os.cpu_count() or 1))
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending = {}   # future -> (what it makes, the object's cache key, the function or file)
+        jobs = []      # (cost, tag, function, arguments), submitted costliest first
+
+        def compile_or_reuse(source, texts, source_flags, kind, cost):
+            """Take the object of `source` from the cache (True), or compile it (False)."""
+            key = store.object_key(texts, source_flags)
+            obj = source[:-2] + ".o"
+            if store.object(key, obj):
+                objects.append(obj)
+                return True
+            jobs.append((cost, (kind, key, os.path.basename(source)), _timed, (compile_source, source, source_flags,
+                                                                                 work)))
+            return False
+
+        def ready(data, source, obj, key_of_program, seconds=None):
+            """A function's program is there (generated or cached): its object, alone or shared."""
+            name = data["name"]
+            results[name], sources[name] = data, source
+            text = _read(source)
+            if key_of_program is not None:
+                store.keep_program(key_of_program, data, text)
+            small = operations([data]) < SMALL_FUNCTION_OPERATIONS
+            if seconds is not None:
+                compiled = "compiled with other small functions" if small else f"compile {seconds[2]:.1f} s"
+                progress(f"  {name}: {data['operations']} operations "
+                         f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
+                if data["accuracy"]:
+                    progress("    " + describe_choice(name, data["accuracy"]))
+            else:
+                progress(f"  {name}: {data['operations']} operations (program cached)")
+            if obj is not None:
+                objects.append(obj)
+                store.keep_object(store.object_key([text, kernels], flags), obj)
+            elif not small and compile_or_reuse(source, [text, kernels], flags, "function", _COST.get(name, 1)):
+                progress(f"  {name}: object cached")
+            spec_place = shared_file(fn_table.lookup(name, contacts))
+            if small:
+                members[spec_place].append(name)
+            waiting[spec_place].discard(name)
+            if not waiting[spec_place] and members[spec_place]:
+                together(spec_place)
+
+        def together(place):
+            names = sorted(members[place])
+            path = os.path.join(work, f"rbdgen_{module}_shared_{place[0]}{place[1]}.c")
+            text = "".join(f'#include "{os.path.basename(sources[n])}"\n' for n in names)
+            with open(path, "w") as f:
+                f.write(text)
+            shared[path] = names
+            if compile_or_reuse(path, [text, kernels] + [_read(sources[n]) for n in names], flags, "shared", _COST["glue"]):
+                progress(f"  reused the object of {len(names)} small functions: {', '.join(names)}")
+
+        for name, glue_flags in glue.items():
+            compile_or_reuse(os.path.join(work, name), [read(name)] + glue_includes, glue_flags, "glue", _COST["glue"])
+        for spec in specs:
+            key = program_key(fingerprint, spec, bodies, contacts)
+            cached = store.program(key)
+            if cached is not None:
+                data, text = cached
+                source = os.path.join(work, f"rbdgen_{module}_{spec.name}.c")
+                with open(source, "w") as f:
+                    f.write(text)
+                ready(data, source, None, None)
+            else:
+                jobs.append((_COST.get(spec.name, 1), ("generate", key, spec.name), _generate_function,
+                             (model, module, spec.name, cse, work, flags, bodies, contacts)))
+
+        def submit_jobs():
+            for _, tag, run, args in sorted(jobs, key=lambda job: -job[0]):
+                pending[pool.submit(run, *args)] = tag
+            jobs.clear()
+
+        submit_jobs()
+        started = last = time.perf_counter()
+        while pending:
+            done, _ = concurrent.futures.wait(pending, PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED)
+            now = time.perf_counter()
+            if now - started > QUIET_SECONDS and now - last > PROGRESS_SECONDS:
+                progress("  " + _still_working(pending, specs, results, now - started))
+                last = now
+            for future in done:
+                kind, key, _ = pending.pop(future)
+                if kind == "generate":
+                    data, obj, source, seconds = future.result()
+                    ready(data, source, obj, key, seconds)
+                else:
+                    obj, seconds = future.result()
+                    objects.append(obj)
+                    store.keep_object(key, obj)
+                    if kind == "shared":
+                        names = shared[obj[:-2] + ".c"]
+                        progress(f"  compiled {len(names)} small functions in one file (compile {seconds:.1f} s): "
+                                 f"{', '.join(names)}")
+                    elif kind == "function":
+                        progress(f"  compiled {os.path.basename(obj)} (compile {seconds:.1f} s)")
+            submit_jobs()
+    return [results[spec.name] for spec in specs], objects, shared
+
+
+# A build that takes longer than QUIET_SECONDS says every PROGRESS_SECONDS what it is doing.
+QUIET_SECONDS, PROGRESS_SECONDS = 30, 10
+
+
+def _still_working(pending, specs, results, seconds):
+    """One line: what runs now (the oldest first) and how much is left."""
+    running = [future for future in pending if future.running()]
+    def names(kind):
+        return [item for future, (k, _, item) in pending.items() if k == kind and future in running]
+    generating, compiling = names("generate"), names("function") + names("shared") + names("glue")
+    queued = len(pending) - len(running)
+    return (f"after {seconds:.0f} s: {len(results)} of {len(specs)} functions generated"
+            + (f"; generating {', '.join(generating)}" if generating else "")
+            + (f"; compiling {', '.join(compiling)}" if compiling else "")
+            + (f"; {queued} more jobs waiting" if queued else ""))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _generate_function(model, module, name, cse, work, flags, bodies, contacts):
+    """One function: symbolic run, optimization, C file, and (unless it is small) object file,
+    in a worker process. A function of a frame gets one program for each body that carries
+    frames. Returns its data, object (None: compile it with others), C file and seconds."""
+    spec = fn_table.lookup(name, contacts)
+    t0 = time.perf_counter()
+    choice = {}
+    programs = [(body, generate_program(model, spec, cse, body, choice)) for body in bodies] if spec.per_body else \
+        [(None, generate_program(model, spec, cse, choice=choice))]
+    t1 = time.perf_counter()
+    data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
+    source = os.path.join(work, f"rbdgen_{module}_{name}.c")
+    with open(source, "w") as f:
+        f.write(render_function(module, data))
+    t2 = time.perf_counter()
+    obj = compile_source(source, flags, work) if operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
+    return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
+
+
+def _timed(run, *args):
+    t0 = time.perf_counter()
+    return run(*args), time.perf_counter() - t0
+
+
+def compile_source(source, flags, work):
+    """Compile one C file to an object; BuildError with the command and compiler output."""
+    cc = c_compiler()
+    obj = source[:-2] + ".o"
+    cmd = [cc, *flags, "-c", source, "-o", obj, "-I", work]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"compiling {os.path.basename(source)} failed: {' '.join(cmd)}",
+                         command=cmd, output=result.stdout + result.stderr)
+    return obj

@@ -1,0 +1,101 @@
+"""A function's straight-line program: its algorithm recorded on symbols and optimized, and,
+for a function with variants, the cheapest program that keeps its digits."""
+
+import numpy as np
+
+from ..algorithms.frames import placement_entries
+from . import functions as fn_table
+from .optimize import optimize
+from .recorder import record
+
+
+# States (seeded) on which every candidate program of a function with variants is measured.
+ACCURACY_STATES = 4
+# A variant is kept only within a quarter of its budget on those states: verification measures
+# other states, where the same program's error is up to 3.4 times larger (hopper's M^-1 in one
+# fixed frame: 6.8e-15 on these, 2.3e-14 on verification's, budget 2.2e-14; half_cheetah's
+# analytic aba_derivatives 1.9e-14 and 3.3e-14). Such a variant keeps 10 % of the operations
+# and loses a digit to the table's algorithm (4.4e-16): not a trade to make.
+SELECTION_MARGIN = 4
+ACCURACY_SEED = 1
+
+
+def generate_program(model, spec, cse=True, body=None, choice=None):
+    """Record one function's algorithm on symbols and optimize the straight-line program
+    (for a function of a frame, the program of the frames on `body`).
+
+    A function with variants (other algorithms for the same outputs) keeps the cheapest
+    program (its operations; solves left to loops after it at their estimated cost,
+    codegen.solves) whose forward error, measured against extended precision on ACCURACY_STATES
+    seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
+    table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
+    and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
+    a dict, receives what was measured and kept."""
+    inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
+
+    def program_of(function):
+        run = (lambda ops, *args: function(model, ops, body, *args)) if spec.per_body else \
+            (lambda ops, *args: function(model, ops, *args))
+        program = optimize(record(run, inputs, spec.output(model)), cse=cse)
+        program.counts["cost"] = program.counts["operations"]
+        solve = getattr(function, "solve", None)
+        if solve is not None:
+            program.solve = solve(model).compacted(program.outputs)
+            program.counts["operations"] += program.solve.operations()
+            program.counts["cost"] += program.solve.cost()
+        return program
+
+    variants = tuple(v for v in spec.variants if v.applies(model))
+    if not variants:
+        return program_of(spec.run)
+    from ..runtime.accuracy import Yardstick
+    from ..runtime.verify import random_inputs
+    from .evaluate import evaluate
+    states = random_inputs(model, np.random.default_rng(ACCURACY_SEED), ACCURACY_STATES)
+    states = {name: states[name] for name in spec.inputs} if not spec.per_body else \
+        dict({name: states[name] for name in spec.inputs if name != "placement"},
+             placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
+    yardstick = Yardstick(model, spec, states, body)
+    preferred = tuple(v for v in variants if getattr(v, "preferred", False))
+    others = tuple(v for v in variants if v not in preferred)
+    rounds = (preferred, (spec.run,) + others) if preferred else ((spec.run,) + variants,)
+    measured = []
+    for functions in rounds:
+        for function in functions:
+            program = program_of(function)
+            measured.append((function, program, yardstick.error(evaluate(program, states))))
+        accurate = [m for m in measured if m[2] <= yardstick.budget / SELECTION_MARGIN]
+        if accurate:
+            break
+    # none within budget (the optimizer lost digits even in the table's algorithm): the most accurate
+    kept = min(accurate, key=lambda m: m[1].counts["cost"]) if accurate else min(measured, key=lambda m: m[2])
+    if choice is not None:
+        choice.update(kept=_algorithm_name(kept[0], spec), error=kept[2], budget=yardstick.budget,
+                      reference_error=yardstick.reference_error,
+                      candidates={_algorithm_name(f, spec): {"operations": p.counts["operations"], "cost": p.counts["cost"],
+                                                              "error": e}
+                                  for f, p, e in measured})
+    return kept[1]
+
+
+def describe_choice(name, choice):
+    """One line on the program a function with variants kept, and why."""
+    def size(c):
+        return f"{c['operations']} operations" + (f", cost {c['cost']:.0f}" if c["cost"] != c["operations"] else "")
+
+    others = [f"{algorithm} {size(c)}, error {c['error']:.1e}"
+              for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
+    kept = choice["candidates"][choice["kept"]]
+    return (f"{name}: kept {choice['kept']} ({size(kept)}, error {choice['error']:.1e} "
+            f"within {choice['budget']:.1e} / {SELECTION_MARGIN})" + (f"; also measured {'; '.join(others)}" if others else ""))
+
+
+def _algorithm_name(function, spec):
+    return spec.name if function is spec.run else function.__name__
+
+
+def _body_frame_placement(model, body):
+    """The placement (E row-major, r) of the first frame on `body`: a function of a frame
+    is measured there."""
+    frame = next(f for f in model.frames if f.body == body)
+    return np.array(placement_entries(frame.placement), dtype=float)
