@@ -3,10 +3,12 @@
 processes, one thread each) against the same batch in one local call on all cores
 (threads=0), in one run: medians of --repeat runs each, and the ratio.
 
-Two Dask figures: the results kept on the workers (persist: what a dataset written chunk by
-chunk, or a reduction, costs) and gathered into this process (compute: the results copied
-across processes). The inputs are made on the workers (dask.array.random) and, for the local
-call, in this process; neither side's time includes them.
+Three Dask figures: on the cluster, the results kept on the workers (persist: what a dataset
+written chunk by chunk, or a reduction, costs) and gathered into this process (compute: the
+results copied across processes); and Dask's threaded scheduler in this process (no cluster:
+each chunk's batch call runs without the GIL, and nothing is copied). The inputs are made on the
+workers (dask.array.random) and, for the local call and the threads, in this process; no
+figure includes them.
 
     python benchmarks/bench_dask.py                        # panda aba_derivatives, 10^6 states
     python benchmarks/bench_dask.py talos --function rnea --states 2000000 --chunk 100000
@@ -21,9 +23,7 @@ import tempfile
 import time
 import warnings
 
-import numpy as np
 
-import rbdgen
 from common import cpu_name, log, robot_spec
 
 
@@ -40,6 +40,7 @@ def main():
     args = parser.parse_args()
     import dask
     import dask.array as da
+    import rbdgen
     import rbdgen.dask
     from distributed import Client, LocalCluster, wait
 
@@ -57,7 +58,7 @@ def main():
         inputs = client.persist(inputs)
         wait(inputs)
         local_inputs = [x.compute() for x in inputs]
-        times = {"local": [], "dask kept": [], "dask gathered": []}
+        times = {"local": [], "dask kept": [], "dask gathered": [], "dask threads": []}
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             local = function(*local_inputs, threads=0)
@@ -74,6 +75,12 @@ def main():
             gathered = dask.compute(*lazy)
             times["dask gathered"].append(time.perf_counter() - t0)
             del gathered
+            local_lazy = rbdgen.dask.map(function, *[da.from_array(x, chunks=(args.chunk, -1)) for x in local_inputs])
+            local_lazy = list(local_lazy) if isinstance(local_lazy, tuple) else [local_lazy]
+            t0 = time.perf_counter()
+            threaded = dask.compute(*local_lazy, scheduler="threads", num_workers=args.workers)
+            times["dask threads"].append(time.perf_counter() - t0)
+            del threaded
     local = statistics.median(times["local"])
     print(f"{name} {args.function}, {args.states} states (chunks of {args.chunk}); {cpu_name()}, "
           f"{os.cpu_count()} cores; medians of {args.repeat}")
