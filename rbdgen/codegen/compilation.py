@@ -26,13 +26,17 @@ from .render import function_data, kernels_header_name, render_function
 SMALL_FUNCTION_OPERATIONS = 1500
 # The files small functions share, by kind: the functions of a frame change with the frames
 # served, those of contacts with the contacts declared; the others with neither.
-SHARED_FILES = {"state": 3, "frame": 2, "contact": 1}
+SHARED_FILES = {"state": 4, "frame": 2, "contact": 1}
 
 # Relative cost of generating and compiling each function, to schedule the big ones first
 # (seconds of compilation on Panda, tenths; the glue files, batch.c and casadi.c, about 1.5 s each)
 _COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue": 15, "regressor": 12,
          "coriolis": 9, "base_regressor": 9, "aba_fext": 6, "aba": 5, "minv": 5, "fd_crba": 4, "centroidal_momentum": 4,
-         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "kinetic_energy": 2}
+         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "gravity_derivatives": 3,
+         "kinetic_energy": 2}
+# Any other function of states comes before the functions of a frame: the files it shares with
+# other small functions compile once all of them are there, beside the frames' generation.
+_COST_OF_STATE, _COST_OF_FRAME = 2, 1
 
 
 def operations(datas):
@@ -71,7 +75,9 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         pending = {}   # future -> (what it makes, the object's cache key, the function or file)
-        jobs = []      # (cost, tag, function, arguments), submitted costliest first
+        # (cost, tag, function, arguments): submitted costliest first as workers free up, so that a
+        # shared file whose functions are all there compiles before the cheaper jobs still waiting
+        jobs = []
 
         def compile_or_reuse(source, texts, source_flags, kind, cost):
             """Take the object of `source` from the cache (True), or compile it (False)."""
@@ -134,13 +140,15 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                     f.write(text)
                 ready(data, source, None, None)
             else:
-                jobs.append((_COST.get(spec.name, 1), ("generate", key, spec.name), _generate_function,
+                cost = _COST.get(spec.name, _COST_OF_FRAME if spec.per_body else _COST_OF_STATE)
+                jobs.append((cost, ("generate", key, spec.name), _generate_function,
                              (model, module, spec.name, cse, work, flags, bodies, contacts)))
 
         def submit_jobs():
-            for _, tag, run, args in sorted(jobs, key=lambda job: -job[0]):
+            jobs.sort(key=lambda job: -job[0])
+            while jobs and len(pending) < workers:
+                _, tag, run, args = jobs.pop(0)
                 pending[pool.submit(run, *args)] = tag
-            jobs.clear()
 
         submit_jobs()
         started = last = time.perf_counter()
@@ -148,7 +156,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
             done, _ = concurrent.futures.wait(pending, PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED)
             now = time.perf_counter()
             if now - started > QUIET_SECONDS and now - last > PROGRESS_SECONDS:
-                progress("  " + _still_working(pending, specs, results, now - started))
+                progress("  " + _still_working(pending, len(jobs), specs, results, now - started))
                 last = now
             for future in done:
                 kind, key, _ = pending.pop(future)
@@ -173,13 +181,10 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
 QUIET_SECONDS, PROGRESS_SECONDS = 30, 10
 
 
-def _still_working(pending, specs, results, seconds):
-    """One line: what runs now (the oldest first) and how much is left."""
-    running = [future for future in pending if future.running()]
-    def names(kind):
-        return [item for future, (k, _, item) in pending.items() if k == kind and future in running]
-    generating, compiling = names("generate"), names("function") + names("shared") + names("glue")
-    queued = len(pending) - len(running)
+def _still_working(pending, queued, specs, results, seconds):
+    """One line: what the workers do now and how much is left."""
+    generating = [item for kind, _, item in pending.values() if kind == "generate"]
+    compiling = [item for kind, _, item in pending.values() if kind != "generate"]
     return (f"after {seconds:.0f} s: {len(results)} of {len(specs)} functions generated"
             + (f"; generating {', '.join(generating)}" if generating else "")
             + (f"; compiling {', '.join(compiling)}" if compiling else "")
