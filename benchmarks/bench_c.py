@@ -9,8 +9,9 @@ ns/call; the functions of a frame on the first contact's frame. The same driver 
 adam + CasADi's generated C for the functions adam provides (casadi_side.py; --no-casadi
 leaves it out). The driver and pin_bench (given the same contacts) are run alternately
 (--rounds times) and the median of each is reported; contact_dynamics_derivatives is compared
-with pin_extra (benchmarks/pin_extra: constraintDynamics + computeConstraintDynamicsDerivatives,
-built beside pin_bench the first time it is needed).
+with pin_extra (benchmarks/pin_extra: constraintDynamics + computeConstraintDynamicsDerivatives, and
+computeJointJacobiansTimeVariation + getFrameJacobianTimeVariation; built beside pin_bench the first
+time it is needed).
 
     python benchmarks/bench_c.py                       # ur5 panda solo12 talos
     python benchmarks/bench_c.py ur5 panda --json out.json
@@ -55,7 +56,8 @@ MAIN = ("rnea", "nle", "crba", "aba")
 TARGETS = {"ur5": 6.0, "panda": 6.0, "solo12": 4.0, "talos": 4.0}
 # Goals of the task-space functions (issue 8), for every robot; contact and impulse dynamics
 # only where seed 000 benchmarks them (four 3-D feet, two 6-D soles).
-TASK_TARGETS = {"frame_placement": 5.0, "frame_jacobian_local_world_aligned": 5.0, "eom": 4.0}
+TASK_TARGETS = {"frame_placement": 5.0, "frame_jacobian_local_world_aligned": 5.0, "eom": 4.0,
+                "frame_jacobian_time_variation_local_world_aligned": 5.0}
 CONTACT_TARGETS = {"solo12": 4.0, "talos": 4.0}
 CONTACT_DERIVATIVE_TARGETS = {"solo12": 2.0}     # issue 20
 # Goals of the derivatives and the regressor (issue 9)
@@ -72,9 +74,10 @@ PIN_NAMES = {"rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba", "jacobi
              "frame_classical_acceleration_local_world_aligned": "frame_classical_acceleration",
              "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle",
              "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs", "regressor": "regressor",
-             "contact_dynamics_derivatives": "contact_dynamics_derivs"}
+             "contact_dynamics_derivatives": "contact_dynamics_derivs",
+             "frame_jacobian_time_variation_local_world_aligned": "frame_jacobian_time_variation"}
 CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics", "contact_dynamics_derivatives")
-PIN_EXTRA_NAMES = ("contact_dynamics_derivatives",)      # timed by pin_extra, not pin_bench
+PIN_EXTRA_NAMES = ("contact_dynamics_derivatives", "frame_jacobian_time_variation_local_world_aligned")   # by pin_extra
 
 
 def target_of(robot, fn):

@@ -13,7 +13,8 @@ from helpers import ROBOTS, robot_path
 BRIDGE_ALGORITHMS = ["rnea", "rnea_fext", "nle", "gravity", "crba", "aba", "aba_fext", "fd_crba", "minv",
                      "rnea_derivatives", "aba_derivatives", "eom", "kinetic_energy", "integrate", "jacobians",
                      "frame_placement", "frame_jacobian_local_world_aligned", "frame_velocity_local",
-                     "frame_velocity_derivatives_local", "frame_acceleration_local", "frame_acceleration_derivatives_local"]
+                     "frame_velocity_derivatives_local", "frame_acceleration_local", "frame_acceleration_derivatives_local",
+                     "frame_jacobian_time_variation_local"]
 # and with declared contacts
 BRIDGE_CONTACT_ALGORITHMS = ["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics", "contact_eom"]
 

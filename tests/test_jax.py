@@ -2,7 +2,8 @@
 jax.vmap, and differentiates through the generated derivatives.
 
 1. Every function of states gives the module's values, jitted (UR5, Panda; Solo12 on a
-   free-flyer), and so do rnea / aba with f_ext and the frame and point functions.
+   free-flyer), and so do rnea / aba with f_ext and the frame and point functions (jitted with
+   the frame a constant of the traced function too).
 2. jax.vmap over 10 000 states equals the module's batch; nested vmaps and leading batch
    dimensions of its own too; a vmap over dt (an input a batch entry point takes once) equals
    state-by-state calls.
@@ -79,6 +80,13 @@ def test_forces_frames_and_points(bridge_modules):
     point = np.array([0.01, -0.02, 0.1])
     close(module.jax("point_jacobian")(q, frame, point), module.point_jacobian(q, frame, point),
           what="point_jacobian")
+    # under jit, with the frame (and the point) a constant of the traced function
+    jacobian, time_variation = module.jax("frame_jacobian"), module.jax("frame_jacobian_time_variation")
+    close(jax.jit(lambda q: jacobian(q, frame))(q), module.frame_jacobian(q, frame), what="jit frame_jacobian")
+    close(jax.jit(lambda q, v: time_variation(q, v, frame, "local"))(q, v),
+          module.frame_jacobian_time_variation(q, v, frame, "local"), what="jit frame_jacobian_time_variation")
+    close(jax.jit(lambda q: module.jax("point_jacobian")(q, frame, point))(q), module.point_jacobian(q, frame, point),
+          what="jit point_jacobian")
 
 
 def test_vmap_runs_the_batch(bridge_modules):

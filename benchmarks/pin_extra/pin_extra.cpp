@@ -1,6 +1,8 @@
 // Pinocchio's C++ for what ../shared/bench/pin_bench does not time, timed the same way (64
 // random states, 7 repetitions, median ns per call): constraintDynamics followed by
-// computeConstraintDynamicsDerivatives, against rbdgen's contact_dynamics_derivatives.
+// computeConstraintDynamicsDerivatives, against rbdgen's contact_dynamics_derivatives; and
+// computeJointJacobiansTimeVariation followed by getFrameJacobianTimeVariation of the first
+// contact's frame in LOCAL_WORLD_ALIGNED, against rbdgen's frame_jacobian_time_variation.
 // usage: pin_extra ROBOT.urdf floating_base(0|1) calls FRAME[:3d|:6d] ...   (LOCAL contacts at
 // the frames' origins, exact solve, mu = 0, as pin_bench's contact_dynamics)
 // Built by build.sh beside pin_bench; benchmarks/bench_c.py runs it.
@@ -9,6 +11,8 @@
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/constrained-dynamics.hpp>
 #include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -46,11 +50,13 @@ int main(int argc, char **argv)
     T.push_back(Eigen::VectorXd::Random(m.nv));
   }
   PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(RigidConstraintModel) contacts;
+  FrameIndex first = 0;   // the first contact's frame
   for (int k = 4; k < argc; ++k) {
     std::string spec(argv[k]), name = spec, kind = "3d";
     const size_t colon = spec.rfind(':');
     if (colon != std::string::npos) { name = spec.substr(0, colon); kind = spec.substr(colon + 1); }
     if (!m.existFrame(name)) { fprintf(stderr, "pin_extra: no frame %s\n", name.c_str()); return 2; }
+    if (k == 4) first = m.getFrameId(name);
     const Frame &f = m.frames[m.getFrameId(name)];
     contacts.emplace_back(kind == "6d" ? CONTACT_6D : CONTACT_3D, m, f.parentJoint, f.placement, LOCAL);
   }
@@ -61,6 +67,11 @@ int main(int argc, char **argv)
   printf("contact_dynamics_derivs_ns %.1f\n", median_ns([&](int i) {
     constraintDynamics(m, d, Q[i % K], V[i % K], T[i % K], contacts, datas, exact);
     computeConstraintDynamicsDerivatives(m, d, contacts, datas, exact);
+  }, calls));
+  Data::Matrix6x dJ = Data::Matrix6x::Zero(6, m.nv);
+  printf("frame_jacobian_time_variation_ns %.1f\n", median_ns([&](int i) {
+    computeJointJacobiansTimeVariation(m, d, Q[i % K], V[i % K]);
+    getFrameJacobianTimeVariation(m, d, first, LOCAL_WORLD_ALIGNED, dJ);
   }, calls));
   return 0;
 }

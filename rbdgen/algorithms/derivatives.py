@@ -149,6 +149,19 @@ def seed_configuration(model, ops, q, first=0):
     return out
 
 
+def seed_along(model, ops, q, v, direction=0):
+    """q as duals moving along v in one direction: q (+) v t to first order in t."""
+    out = list(q)
+    for joint in model.joints:
+        q_j = q[joint.idx_q:joint.idx_q + joint.nq]
+        v_j = v[joint.idx_v:joint.idx_v + joint.nv]
+        for r, row in enumerate(joint.model.tangent(ops, q_j)):
+            terms = [x * v_j[c] for c, x in enumerate(row) if not _is_exact_zero(x)]
+            if terms:
+                out[joint.idx_q + r] = Dual(q_j[r], {direction: sum_terms(terms)})
+    return out
+
+
 def derivative_columns(outputs, directions):
     """The matrix d outputs / d directions: one row per output, one column per direction."""
     rows = []
@@ -185,6 +198,16 @@ def _flatten(value):
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in _flatten(v)]
     return [value]
+
+
+def frame_jacobian_time_variation(model, ops, body, placement, q, v, reference):
+    """dJ/dt of the frame's Jacobian in `reference` as q moves along v (Pinocchio's
+    getFrameJacobianTimeVariation): J's derivative in the one direction v, by forward mode.
+    J-dot v is the frame's acceleration at q-ddot = 0: spatial in local and world, classical
+    (of the origin) in local_world_aligned."""
+    moving = seed_along(model, ops, q, v)
+    J = mimic.frame_jacobian_of_body(model, DualOps(ops), body, placement, moving, reference)
+    return [[x.d.get(0, 0) if isinstance(x, Dual) else 0 for x in row] for row in J]
 
 
 def rnea_derivatives(model, ops, q, v, a):

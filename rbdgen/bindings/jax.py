@@ -38,8 +38,10 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_FRAME_KINDS = ("jacobian", "velocity", "acceleration", "classical_acceleration", "velocity_derivatives",
-                "acceleration_derivatives")
+# each frame quantity and the states it takes before the frame
+_FRAME_KINDS = {"jacobian": ("q",), "jacobian_time_variation": ("q", "v"), "velocity": ("q", "v"),
+                "acceleration": ("q", "v", "a"), "classical_acceleration": ("q", "v", "a"),
+                "velocity_derivatives": ("q", "v"), "acceleration_derivatives": ("q", "v", "a")}
 _DEFAULTS = {"dt": 1.0, "damping": 0.0}    # as the module's functions have them
 _POINT_KINDS = {"point_jacobian": "frame_jacobian", "point_velocity": "frame_velocity",
                 "point_acceleration": "frame_classical_acceleration", "point_gamma": "frame_classical_acceleration"}
@@ -217,17 +219,17 @@ class Bridge:
         if public is None:
             raise ValueError(f"this module was built without {name}; rebuild it with that function")
         kind = name[len("frame_"):]
-        takes = ("q",) if kind == "jacobian" else ("q", "v") if kind.startswith("velocity") else ("q", "v", "a")
+        takes = _FRAME_KINDS[kind]
 
         def quantity(*args, reference=None):
             *states, frame = args[:len(takes) + 1]
             reference = (args[len(takes) + 1] if len(args) > len(takes) + 1 else
-                         reference or ("local_world_aligned" if kind == "jacobian" else "local"))
+                         reference or ("local_world_aligned" if kind.startswith("jacobian") else "local"))
             body, on_body = m._frame(frame)
             fname = f"frame_{kind}_{reference}"
             if reference not in m._REFERENCES or not self.has(fname):
                 m._of_frame(f"frame_{kind}", reference)   # the module's error
-            return _refuse_derivative(self.function(fname, threads), name)(body, *states, on_body)
+            return _refuse_derivative(self.function(fname, threads), name, per_body=True)(body, *states, on_body)
         quantity.__doc__ = public.__doc__
         return quantity
 
@@ -236,7 +238,7 @@ class Bridge:
         fname = _POINT_KINDS[name] + "_local_world_aligned"
         if not self.has(fname):
             raise ValueError(f"this module was built without {fname}; rebuild it with that function")
-        function = _refuse_derivative(self.function(fname, threads), name)
+        function = _refuse_derivative(self.function(fname, threads), name, per_body=True)
         states = {"point_jacobian": 1, "point_velocity": 2, "point_acceleration": 3, "point_gamma": 2}[name]
 
         def quantity(*args):
@@ -402,10 +404,12 @@ def _checked_pivots(function, names):
     return checked
 
 
-def _refuse_derivative(function, public):
-    wrapped = jax.custom_jvp(function)
+def _refuse_derivative(function, public, per_body=False):
+    """function with a JVP that says it has none. A per-body function's first argument, the
+    body's index, stays a Python int under jit (not differentiated, not traced)."""
+    wrapped = jax.custom_jvp(function, nondiff_argnums=(0,) if per_body else ())
 
-    def jvp(primals, tangents):
+    def jvp(*arguments):
         raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are rnea, nle, gravity, "
                          "aba, fd_crba (with rnea_derivatives / aba_derivatives built) and frame_placement (with "
                          "frame_jacobian)")

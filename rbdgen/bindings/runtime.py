@@ -368,6 +368,14 @@ def frame_acceleration(q, v, a, frame, reference="local", out=None, threads=0):
     return _of_frame("frame_acceleration", reference)(body, q, v, a, placement, out=out, threads=threads)
 
 
+def frame_jacobian_time_variation(q, v, frame, reference="local_world_aligned", out=None, threads=0):
+    """dJ/dt of the frame's 6 x nv Jacobian in `reference` as q moves along v, rows [linear;
+    angular] (Pinocchio's getFrameJacobianTimeVariation). J-dot v is the frame's acceleration
+    at zero q-ddot: spatial in local and world, classical in local_world_aligned."""
+    body, placement = _frame(frame)
+    return _of_frame("frame_jacobian_time_variation", reference)(body, q, v, placement, out=out, threads=threads)
+
+
 def frame_velocity_derivatives(q, v, frame, reference="local", out=None, threads=0):
     """(d/dq, d/dv) of the frame's spatial velocity in `reference`, each 6 x nv, rows [linear;
     angular], q in the tangent space (Pinocchio's getFrameVelocityDerivatives)."""
@@ -611,6 +619,7 @@ _AVAILABLE = {
     "frame_velocity": "velocity" in _KINDS,
     "point_velocity": "frame_velocity_local_world_aligned" in _NAMES,
     "frame_acceleration": "acceleration" in _KINDS,
+    "frame_jacobian_time_variation": "jacobian_time_variation" in _KINDS,
     "frame_velocity_derivatives": "velocity_derivatives" in _KINDS,
     "frame_acceleration_derivatives": "acceleration_derivatives" in _KINDS,
     "frame_classical_acceleration": "classical_acceleration" in _KINDS,

@@ -169,7 +169,12 @@ def _frame_functions():
             FunctionSpec(f"frame_classical_acceleration_{reference}", ("q", "v", "a", "placement"), lambda m: (6,),
                          _frame_run(mimic.frame_acceleration, reference, True),
                          f"The classical acceleration of a frame's origin in {reference} coordinates.", per_body=True),
-            # built when named: getFrameVelocityDerivatives / getFrameAccelerationDerivatives
+            # built when named: getFrameJacobianTimeVariation, getFrameVelocityDerivatives,
+            # getFrameAccelerationDerivatives
+            FunctionSpec(f"frame_jacobian_time_variation_{reference}", ("q", "v", "placement"), lambda m: (6, m.nv),
+                         _frame_run(derivatives.frame_jacobian_time_variation, reference),
+                         f"dJ/dt of a frame's Jacobian in {reference} coordinates as q moves along v, rows "
+                         "[linear; angular].", per_body=True, default=False),
             FunctionSpec(f"frame_velocity_derivatives_{reference}", ("q", "v", "placement"), lambda m: (12 * m.nv,),
                          _frame_derivatives(mimic.frame_velocity, reference, ("q", "v")),
                          f"d/dq and d/dv of a frame's spatial velocity in {reference} coordinates.", per_body=True,

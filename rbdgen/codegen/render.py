@@ -255,7 +255,7 @@ def render_calls(module, header, functions, nq, nv, frames):
 
 # The reference frames of the frame functions (REFERENCE_FRAMES, in the order of calls.c's
 # reference_names), and the one each public function takes by default (as the wrapper's signatures).
-DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned"}
+DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
 
 
 def frame_kinds(functions):

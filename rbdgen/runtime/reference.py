@@ -290,6 +290,11 @@ def _frame_derivatives(function, model, frame, reference, states):
     return tuple(x.output(block) for block in blocks)
 
 
+def frame_jacobian_time_variation(model, q, v, frame, reference="local_world_aligned"):
+    """dJ/dt of the frame's 6 x nv Jacobian as q moves along v (getFrameJacobianTimeVariation)."""
+    return _of_frame(_derivatives.frame_jacobian_time_variation, model, frame, {"q": q, "v": v}, reference)
+
+
 def frame_velocity_derivatives(model, q, v, frame, reference="local"):
     """(d/dq, d/dv) of the frame's spatial velocity (Pinocchio's getFrameVelocityDerivatives)."""
     return _frame_derivatives(_algorithms.frame_velocity, model, frame, reference, {"q": q, "v": v})
