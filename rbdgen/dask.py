@@ -15,31 +15,44 @@ import numpy as np
 
 def map(function, *args, threads=1, **kwargs):
     """`function` (a module's function: robot.rnea, robot.frame_jacobian, ...) over batches of
-    states, lazily. Dask arrays, and NumPy arrays of two dimensions, are batches of inputs
-    (B, n), cut into chunks along B only (all as the first one's); every other argument (a
-    frame's name, a point, dt, reference=...) is the same for every state. Returns what the
-    function returns for a batch, as Dask arrays: an array, a tuple of them, or (B,) for a
-    number. threads: OpenMP threads of each chunk's call (1: Dask's workers are the parallelism)."""
+    states, lazily. Dask arrays are batches of inputs (B, n) (f_ext: (B, njoints, 6)), cut into
+    chunks along B only (all as the first one's), and so are NumPy arrays of two or more
+    dimensions with B rows (without a Dask array: any NumPy array of two); every other argument
+    (a frame's name, a point, dt, reference=...) is the same for every state. Returns what the function returns for
+    a batch, as Dask arrays: an array, a tuple of them, or (B,) for a number. threads: OpenMP
+    threads of each chunk's call (1: Dask's workers are the parallelism)."""
+    import dask
     import dask.array as da
-    batched = [k for k, x in enumerate(args) if isinstance(x, da.Array) or (isinstance(x, np.ndarray) and x.ndim == 2)]
+    from dask.base import tokenize
+    if "out" in kwargs:
+        raise ValueError("rbdgen.dask.map returns new Dask arrays: it takes no out= (store them with to_zarr, "
+                         "store or compute)")
+    lazy = [k for k, x in enumerate(args) if isinstance(x, da.Array)]
+    count = args[lazy[0]].shape[0] if lazy else None
+    batched = [k for k, x in enumerate(args) if k in lazy or (
+        isinstance(x, np.ndarray) and (x.ndim == 2 if count is None else x.ndim >= 2 and len(x) == count))]
     if not batched:
         raise ValueError("rbdgen.dask.map: no batch of states among the arguments; give (B, n) Dask or NumPy arrays")
     arrays = [args[k] if isinstance(args[k], da.Array) else da.from_array(args[k]) for k in batched]
     for k, x in zip(batched, arrays):
-        if x.ndim != 2:
+        if x.ndim < 2:
             raise ValueError(f"rbdgen.dask.map: argument {k} has shape {x.shape}; a batch of states is (B, n)")
+        if any(np.isnan(c) for c in x.chunks[0]):
+            raise ValueError(f"rbdgen.dask.map: argument {k} has chunks of unknown sizes (a boolean mask made it); "
+                             "call its compute_chunk_sizes() first")
         if x.shape[0] != arrays[0].shape[0]:
             raise ValueError(f"rbdgen.dask.map: argument {k} has {x.shape[0]} states, argument {batched[0]} "
                              f"{arrays[0].shape[0]}")
-    import dask
     rows = arrays[0].chunks[0]
-    arrays = [x.rechunk((rows, -1)) for x in arrays]
+    arrays = [x.rechunk((rows,) + (-1,) * (x.ndim - 1)) for x in arrays]
     call = _Chunk(function, args, batched, kwargs, threads)
     # what one state gives (the first), to lay the chunks' results out
     first = call(*(x[:1].compute() for x in arrays))
     shapes = [np.shape(p)[1:] for p in (first if isinstance(first, tuple) else (first,))]
-    # one task a chunk; its result's parts are taken out of it without a copy
-    chunks = [dask.delayed(call, pure=True)(*blocks) for blocks in zip(*(x.to_delayed().ravel() for x in arrays))]
+    # one task a chunk, named after the function; its result's parts are taken out of it without a copy
+    name = f"rbdgen-{getattr(function, '__name__', 'function')}-{tokenize(call.token(), *arrays)}"
+    chunks = [dask.delayed(call, pure=True)(*blocks, dask_key_name=(name, k))
+              for k, blocks in enumerate(zip(*(x.to_delayed().ravel() for x in arrays)))]
     parts = [da.concatenate([da.from_delayed(chunk[k] if isinstance(first, tuple) else chunk, (count,) + shape, float)
                              for chunk, count in zip(chunks, rows)]) for k, shape in enumerate(shapes)]
     return tuple(parts) if isinstance(first, tuple) else parts[0]
@@ -52,10 +65,27 @@ class _Chunk:
         self.function, self.args, self.batched, self.kwargs = function, list(args), batched, dict(kwargs)
         for k in batched:
             self.args[k] = None   # the chunk's, at each call (and not shipped with every task)
-        self.kwargs["threads"] = threads
+        if _takes_threads(function):
+            self.kwargs["threads"] = threads
+
+    def token(self):
+        """What makes two calls the same: the function (its module's folder and build key, by
+        pickling) and the arguments every state shares."""
+        import pickle
+        return pickle.dumps(self.function), self.args, sorted(self.kwargs.items())
 
     def __call__(self, *chunks):
         args = list(self.args)
         for k, chunk in zip(self.batched, chunks):
             args[k] = chunk
         return self.function(*args, **self.kwargs)
+
+
+def _takes_threads(function):
+    """Whether a module's function takes threads= (the batch functions do; to_mujoco and the
+    like, written in Python, may not)."""
+    import inspect
+    try:
+        return "threads" in inspect.signature(getattr(function, "__wrapped__", function)).parameters
+    except (TypeError, ValueError):   # a C entry point: no signature, and it takes threads
+        return True

@@ -150,6 +150,16 @@ def test_key_covers_compiler_flags_and_cpu():
     assert cache.build_key("m", flags=flags) != cache.build_key("m", flags=build_module.compile_flags(False))
 
 
+def test_key_is_the_same_from_any_working_folder(tmp_path):
+    """The CPU options are taken from the compiler's command line without the rest of it (clang's
+    names the working folder): a module built from one folder is reused from another."""
+    script = ("import json, rbdgen.codegen.build as b, rbdgen.codegen.cache as c\n"
+              "print(c.build_key('m', flags=b.compile_flags(native=True)))")
+    keys = {subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                           check=True).stdout.strip() for cwd in (str(tmp_path), os.path.dirname(__file__))}
+    assert len(keys) == 1, keys
+
+
 _OPTIONS_RACE = textwrap.dedent("""
     import sys, rbdgen
     algorithms = sys.argv[3].split(",")

@@ -103,9 +103,31 @@ def test_what_cannot_travel_says_why(tmp_path):
     code, _, err = unpickle_elsewhere(blob)
     assert code != 0 and "holds another build of the module than the one pickled" in err
     shutil.rmtree(tmp_path / "gen")
+    with open(urdf, "a", encoding="utf-8") as f:
+        f.write("<!-- edited -->\n")
+    code, _, err = unpickle_elsewhere(blob)    # rebuilding would give another robot
+    assert code != 0 and "changed since the module was built: building it would give another robot" in err
+    assert not os.path.exists(tmp_path / "gen" / "tiny")
     os.remove(urdf)
     code, _, err = unpickle_elsewhere(blob)
     assert code != 0 and "put the module folder (or the robot's file) on storage every process sees" in err
+
+
+def test_a_folder_compiled_for_another_machine_is_refused(tmp_path):
+    """model.json says which machine (CPU, compiler, Python) the module was compiled for; a
+    process on another one refuses it with one line instead of running foreign code."""
+    import json
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="foreign"))
+    module = rbdgen.build(urdf, out_dir=str(tmp_path / "gen"), algorithms=["rnea"])
+    blob = pickle.dumps(module)
+    meta_path = os.path.join(os.path.dirname(module.__file__), "model.json")
+    with open(meta_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    meta["machine"] = "0" * 64      # as another machine would have written it
+    with open(meta_path, "w", encoding="utf-8") as f:
+        json.dump(meta, f)
+    code, _, err = unpickle_elsewhere(blob)
+    assert code != 0 and "was compiled for another machine" in err and "native=False" in err
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +170,25 @@ def test_dask_over_millions_of_states_equals_the_local_batch(panda, cluster):
     np.testing.assert_array_equal(rbdgen.dask.map(panda.rnea, Q, v[few], a[few]).compute(), local[few])
 
 
+def test_dask_map_names_its_tasks_and_takes_constants(panda):
+    """Tasks named after the function and the same for the same call; f_ext, (B, njoints, 6),
+    cut as the states; to_mujoco (no threads=) works."""
+    import dask
+    import dask.array as da
+    import rbdgen.dask
+    q, v, a = states(panda, 40)
+    Q, V, A = (da.from_array(x, chunks=(16, -1)) for x in (q, v, a))
+    f_ext = np.random.default_rng(SEED).normal(size=(40, len(panda.joint_names), 6))
+    first, second = (rbdgen.dask.map(panda.rnea, Q, V, A, f_ext) for _ in range(2))
+    assert first.name == second.name
+    assert all(str(key[0]).startswith("rbdgen-rnea-") for key in dict(first.__dask_graph__()) if isinstance(key, tuple)
+               and str(key[0]).startswith("rbdgen-"))
+    np.testing.assert_array_equal(first.compute(scheduler="threads"), panda.rnea(q, v, a, f_ext))
+    qpos, qvel = dask.compute(*rbdgen.dask.map(panda.to_mujoco, Q, V), scheduler="threads")
+    for got, want in zip((qpos, qvel), panda.to_mujoco(q, v)):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_dask_map_refuses_what_is_not_a_batch(panda):
     import dask.array as da
     import rbdgen.dask
@@ -156,4 +197,10 @@ def test_dask_map_refuses_what_is_not_a_batch(panda):
         rbdgen.dask.map(panda.rnea, q, q, q)
     Q = da.zeros((10, panda.nq), chunks=5)
     with pytest.raises(ValueError, match="argument 1 has 9 states, argument 0 10"):
-        rbdgen.dask.map(panda.rnea, Q, np.zeros((9, panda.nv)), np.zeros((10, panda.nv)))
+        rbdgen.dask.map(panda.rnea, da.zeros((10, panda.nq), chunks=5), da.zeros((9, panda.nv), chunks=5),
+                        np.zeros((10, panda.nv)))
+    masked = Q[Q[:, 0] >= 0]     # chunks of unknown sizes
+    with pytest.raises(ValueError, match="argument 0 has chunks of unknown sizes .* compute_chunk_sizes"):
+        rbdgen.dask.map(panda.rnea, masked, masked, masked)
+    with pytest.raises(ValueError, match="takes no out="):
+        rbdgen.dask.map(panda.rnea, Q, Q, Q, out=np.zeros((10, panda.nv)))

@@ -44,12 +44,20 @@ class Contact:
         return KINDS[self.kind]
 
     def describe(self):
+        """The contact as --contact takes it, every number to its last digit: the text keys the
+        build and is parsed again by verification and by a process that rebuilds the module."""
         text = f"{self.frame}:{self.kind}"
         if any(self.point):
-            text += "@" + ",".join(f"{x:g}" for x in self.point)
+            text += "@" + ",".join(_exact(x) for x in self.point)
         if self.kind == "1d" and self.normal != (0.0, 0.0, 1.0):
-            text += "/" + ",".join(f"{x:g}" for x in self.normal)
+            text += "/" + ",".join(_exact(x) for x in self.normal)
         return text
+
+
+def _exact(x):
+    """The shortest text that reads back as the same float: 0.05, 1e-07, 0 (not 0.0)."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def constraint_rows(model, ops, contacts, q):

@@ -69,10 +69,10 @@ def model_fingerprint(model):
     return h.hexdigest()
 
 
-def _metadata(model, module, extension, datas, key, options, source, frames, contacts):
+def _metadata(model, module, extension, datas, key, options, source, frames, contacts, flags):
     return {
         "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
-        "build_key": key, "options": options, "source": source or {},
+        "build_key": key, "machine": cache.machine_digest(flags), "options": options, "source": source or {},
         "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
         "total_mass": model.total_mass,
         # the inertial parameters pi the regressor multiplies, and (with base_regressor) beta = K pi
@@ -314,7 +314,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "jax.py"), os.path.join(work, "_jax.py"))
     shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts), f, indent=1)
+        json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts, flags), f,
+                  indent=1)
     t0 = time.perf_counter()
     _link_extension(work, extension, sorted(objects))   # in finishing order until sorted: one layout per build
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")

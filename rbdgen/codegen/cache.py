@@ -50,8 +50,17 @@ def python_abi():
 def build_key(*parts, flags):
     """One hash over the model's and the options' parts and everything of this machine that
     decides whether a compiled module can run here."""
-    machine = [python_abi(), sys.platform, platform.machine(), compiler_identity(flags)]
-    return hashlib.sha256(json.dumps([list(parts), machine], default=repr).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([list(parts), _machine(flags)], default=repr).encode()).hexdigest()
+
+
+def machine_digest(flags):
+    """A hash of what of this machine a module compiled with `flags` depends on (model.json
+    keeps it: another process checks that the module can run where it is unpickled)."""
+    return hashlib.sha256(json.dumps(_machine(flags), default=repr).encode()).hexdigest()
+
+
+def _machine(flags):
+    return [python_abi(), sys.platform, platform.machine(), compiler_identity(flags)]
 
 
 # ----------------------------------------------------------------------------- the lock ----

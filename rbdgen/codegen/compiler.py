@@ -124,6 +124,16 @@ def compiler_identity(flags):
         # the compiler proper's command line names the CPU and every feature it enables
         # (gcc's cc1: -march=...; clang's -cc1: -target-cpu ... -target-feature ...)
         expanded = _output(cc, "-march=native", "-E", "-v", "-x", "c", "-")
-        parts.append([line for line in expanded.splitlines()
+        parts.append([_target_options(line) for line in expanded.splitlines()
                       if "cc1" in line and ("-march" in line or "-target-cpu" in line)])
     return parts
+
+
+def _target_options(cc1_line):
+    """The CPU and feature options of a compiler-proper command line, without the rest (clang's
+    names the working directory, which is no part of what a module can run on)."""
+    words = cc1_line.split()
+    if "-target-cpu" in words:   # clang: -target-cpu X, -target-feature +Y ...
+        return " ".join(f"{word} {value}" for word, value in zip(words, words[1:])
+                        if word in ("-target-cpu", "-target-feature", "-tune-cpu"))
+    return " ".join(w for w in words if w.startswith("-m"))   # gcc: -march=X -mY -mno-Z ...

@@ -6,6 +6,7 @@ system, or the same machine), and builds it there from the build's recipe (model
 and options) when the folder is absent: the robot's file must then be at the same path.
 """
 
+import hashlib
 import os
 
 from ..errors import BuildError
@@ -25,22 +26,39 @@ def module_at(folder, build_key, recipe):
 
 def _open(folder, build_key, recipe):
     from .build import build, load
+    from .compiler import compile_flags
     try:
-        found = cache.read_json(os.path.join(folder, "model.json")).get("build_key")
+        meta = cache.read_json(os.path.join(folder, "model.json"))
+        found, machine = meta.get("build_key"), meta.get("machine")
     except (OSError, ValueError, AttributeError):
-        found = None
+        found = machine = None
+    options = recipe["options"]
     if found == build_key:
+        if machine is not None and machine != cache.machine_digest(compile_flags(options.get("native", True))):
+            raise BuildError(f"'{folder}' was compiled for another machine (CPU, compiler or Python differ from "
+                             "this one's); build with native=False for machines that share it, or give each kind "
+                             "of machine a folder of its own")
         return load(folder)
     if found is not None:
         raise BuildError(f"'{folder}' holds another build of the module than the one pickled (rebuilt since); "
                          "pickle the module again after the build")
-    source, options = recipe["source"], recipe["options"]
+    source = recipe["source"]
     path = source.get("urdf")
     if not (isinstance(path, str) and os.path.isfile(path)):
         raise BuildError(f"'{folder}' is not on this machine, nor the robot's file {path!r} to build it from; "
                          "put the module folder (or the robot's file) on storage every process sees")
-    return build(path, out_dir=os.path.dirname(folder), name=recipe["module"],
-                 floating_base=bool(source.get("floating_base")), mimic=bool(source.get("mimic")),
-                 armature=source.get("armature"), xacro_args=source.get("xacro_args"), packages=source.get("packages"),
-                 algorithms=options.get("algorithms"), native=options.get("native", True), cse=options.get("cse", True),
-                 frames=options.get("frames"), contacts=options.get("contacts"))
+    with open(path, "rb") as f:
+        if source.get("urdf_sha256") not in (None, hashlib.sha256(f.read()).hexdigest()):
+            raise BuildError(f"'{folder}' is not on this machine, and {path} changed since the module was built: "
+                             "building it would give another robot; put the module folder on storage every "
+                             "process sees")
+    module = build(path, out_dir=os.path.dirname(folder), name=recipe["module"],
+                   floating_base=bool(source.get("floating_base")), mimic=bool(source.get("mimic")),
+                   armature=source.get("armature"), xacro_args=source.get("xacro_args"),
+                   packages=source.get("packages"), algorithms=options.get("algorithms"),
+                   native=options.get("native", True), cse=options.get("cse", True), frames=options.get("frames"),
+                   contacts=options.get("contacts"))
+    if module._META["build_key"] != build_key:   # rbdgen, its compiler or this machine differ
+        raise BuildError(f"'{folder}' was absent and is now built here, but not as the module pickled (rbdgen, the "
+                         "C compiler or the machine differ); put the module folder on storage every process sees")
+    return module
