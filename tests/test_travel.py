@@ -113,6 +113,19 @@ def test_what_cannot_travel_says_why(tmp_path):
     assert code != 0 and "put the module folder (or the robot's file) on storage every process sees" in err
 
 
+def test_the_same_build_in_two_folders_is_two_modules(tmp_path):
+    """A module object belongs to its folder: the same robot built into a second folder is
+    loaded from there, so that pickling it names that folder (the first may be deleted)."""
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="twice"))
+    first, second = (rbdgen.build(urdf, out_dir=str(tmp_path / out), algorithms=["rnea"]) for out in ("a", "b"))
+    assert first is not second and first._META["build_key"] == second._META["build_key"]
+    assert os.path.dirname(second.__file__) == str(tmp_path / "b" / "twice")
+    assert rbdgen.load(str(tmp_path / "b" / "twice")) is second
+    shutil.rmtree(tmp_path / "a")
+    code, out, err = unpickle_elsewhere(pickle.dumps(second))
+    assert code == 0 and out.splitlines()[0] == second.__file__, err
+
+
 def test_a_folder_compiled_for_another_machine_is_refused(tmp_path):
     """model.json says which machine (CPU, compiler, Python) the module was compiled for; a
     process on another one refuses it with one line instead of running foreign code."""

@@ -424,7 +424,10 @@ def load(path, package=None):
         module_id, key = str(meta["module"]), str(meta["build_key"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BuildError(f"'{path}': model.json is damaged ({type(exc).__name__}); rebuild the module") from None
-    package = package or f"rbdgen_generated_{module_id}_{key[:12]}"
+    # one module object per build and folder: the same build in another folder is another module
+    # (its __file__, and the folder a pickled module names, are that folder's)
+    where = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:8]
+    package = package or f"rbdgen_generated_{module_id}_{key[:12]}_{where}"
     if package in sys.modules:
         return sys.modules[package]
     try:
