@@ -39,6 +39,11 @@ def test_module_and_every_function_pickle(panda):
     for name in public:
         function = getattr(panda, name)
         assert pickle.loads(pickle.dumps(function)) == function, name
+    # the functions written in Python stay functions to help(): signature and doc
+    import inspect
+    import pydoc
+    assert inspect.isroutine(panda.casadi) and "reference" in str(inspect.signature(panda.casadi))
+    assert "casadi(function, frame=None, reference=None)" in pydoc.render_doc(panda, renderer=pydoc.plaintext)
 
 
 def _spawned(module):

@@ -680,6 +680,10 @@ class _Public:
     def __reduce__(self):
         return getattr, (_sys.modules[__name__], self.__name__)
 
+    def __get__(self, instance, owner=None):
+        # a method descriptor to inspect: help() documents it as a function, with its signature
+        return self
+
     def __repr__(self):
         return f"<function {self.__qualname__} of {name}>"
 
