@@ -16,8 +16,11 @@ import subprocess
 import time
 import zlib
 
+import numpy
+
 from ..errors import BuildError
 from . import functions as fn_table
+from .cache import python_abi
 from .compiler import c_compiler
 from .objects import digest
 from .programs import describe_choice, generate_program
@@ -64,8 +67,10 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     the shared files {file: names of the functions it includes})."""
     read = lambda name: _read(os.path.join(work, name))
     kernels = read(kernels_header_name(module))
+    # the glue includes the module's headers, the entry points' code and (calls.c, cffi's wrappers)
+    # Python's and NumPy's headers, whose versions stand for them
     glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
-                     name == "rbdgen_entry_points.c"]
+                     name == "rbdgen_entry_points.c"] + [python_abi(), numpy.__version__]
     results, sources, objects, shared = {}, {}, [], {}
     waiting = {}   # shared file -> the functions it waits for
     for spec in specs:

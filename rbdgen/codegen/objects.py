@@ -8,7 +8,8 @@ Two kinds of entries, each a file named by its key:
   declared contacts (for the contacts' functions) or the bodies that carry frames (for the
   functions of a frame). A rebuild skips the symbolic run of every function found here.
 - objects/: a compiled object, keyed by the C it compiles (the file and the files it
-  includes) and the compiler's identity and flags. A function's file includes the module's
+  includes; for the glue, Python's ABI and NumPy's version for their headers) and the
+  compiler's identity and flags. A function's file includes the module's
   header through the kernels header; the key leaves that header out: it declares the functions
   and defines sizes for C users, and no function's code reads either.
 
