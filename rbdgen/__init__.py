@@ -11,5 +11,6 @@ __all__ = ["BuildError", "CodegenError", "InertiaWarning", "ModelError", "Rbdgen
 
 from .codegen.build import build, build_model, load  # noqa: E402
 from .codegen.export import export, export_model  # noqa: E402
+from .codegen.options import BuildOptions  # noqa: E402
 
-__all__ += ["build", "build_model", "load", "export", "export_model"]
+__all__ += ["build", "build_model", "load", "export", "export_model", "BuildOptions"]

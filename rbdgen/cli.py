@@ -62,11 +62,17 @@ def _check_output(folder):
 def _build(args, urdf):
     from .codegen.build import build
     _check_output(args.output)
-    return build(urdf, out_dir=args.output, floating_base=args.floating_base, name=getattr(args, "name", None),
-                 algorithms=_algorithms(getattr(args, "algorithms", None)),
-                 native=not getattr(args, "no_native", False), strict=args.strict, mimic=args.mimic,
-                 frames=_algorithms(getattr(args, "frames", None)), contacts=getattr(args, "contact", None) or None,
-                 progress=_progress(time.perf_counter()), **_source_options(args))
+    return build(urdf, args.output, _options(args), _progress(time.perf_counter()))
+
+
+def _options(args):
+    """The BuildOptions the command line asks for (build, export, verify, bench)."""
+    from .codegen.options import BuildOptions
+    return BuildOptions(floating_base=args.floating_base, strict=args.strict, mimic=args.mimic,
+                        name=getattr(args, "name", None), algorithms=_algorithms(getattr(args, "algorithms", None)),
+                        frames=_algorithms(getattr(args, "frames", None)),
+                        contacts=getattr(args, "contact", None) or None,
+                        native=not getattr(args, "no_native", False), **_source_options(args))
 
 
 def _load_urdf(args, urdf, floating_base, mimic):
@@ -122,10 +128,8 @@ def cmd_build(args):
 def cmd_export(args):
     from .codegen.export import export
     _check_output(args.output)
-    path = export(args.urdf, args.output, floating_base=args.floating_base, name=args.name,
-                  algorithms=_algorithms(args.algorithms), native=args.native, strict=args.strict, mimic=args.mimic,
-                  frames=_algorithms(args.frames), contacts=args.contact or None, module_dir=args.module_dir,
-                  progress=_progress(time.perf_counter()), **_source_options(args))
+    path = export(args.urdf, args.output, _options(args), native=args.native, module_dir=args.module_dir,
+                  progress=_progress(time.perf_counter()))
     print(f"exported {path}: cmake -S {args.output} -B build && cmake --build build && cmake --install build")
     return 0
 

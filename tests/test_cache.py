@@ -332,3 +332,16 @@ def test_damaged_cache_entries_are_made_again(tmp_path):
     rbdgen.build(urdf, out_dir=out, algorithms=ALGORITHMS, progress=lines.append)
     assert set(_reports(lines).values()) == {"generated"}, lines
     assert any(line.startswith("verified against the reference") for line in lines), lines
+
+
+def test_build_options_are_one_value(tmp_path):
+    """build takes its options as one BuildOptions value or by keyword, alike (the same module);
+    an unknown option is a one-line TypeError naming the options."""
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="optioned"))
+    options = rbdgen.BuildOptions(algorithms=("rnea",), native=False)
+    first = rbdgen.build(urdf, str(tmp_path / "out"), options)
+    second = rbdgen.build(urdf, out_dir=str(tmp_path / "out"), algorithms=["rnea"], native=False)
+    assert first is second
+    assert rbdgen.BuildOptions.of(options, frames=["tip"]).frames == ["tip"] and options.frames is None
+    with pytest.raises(TypeError, match="unknown build option 'floatingbase'; the options are algorithms, "):
+        rbdgen.build(urdf, floatingbase=True)

@@ -652,15 +652,15 @@ def test_strict_makes_an_invalid_inertia_an_error(tmp_path):
 
 
 def test_strict_and_mimic_are_passed_through(tmp_path, monkeypatch, capsys):
-    """--strict and --mimic reach load_urdf and build (as keywords) in every command."""
+    """--strict and --mimic reach load_urdf (as keywords) and build (in its BuildOptions) in every command."""
     calls = []
 
     def fake_load_urdf(path, **kwargs):
         calls.append(("load_urdf", kwargs))
         return rbdgen.load_urdf(path, floating_base=kwargs["floating_base"])
 
-    def fake_build(path, **kwargs):
-        calls.append(("build", kwargs))
+    def fake_build(path, out_dir, options, progress):
+        calls.append(("build", {"strict": options.strict, "mimic": options.mimic}))
         raise RbdgenError("stop here")
     monkeypatch.setattr("rbdgen.model.urdf.load_urdf", fake_load_urdf)
     monkeypatch.setattr("rbdgen.codegen.build.build", fake_build)

@@ -33,6 +33,7 @@ from . import functions as fn_table
 from .cprinter import sanitize_identifier
 from .compilation import generate_and_compile
 from .objects import BuildCache
+from .options import BuildOptions
 from .render import (kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
@@ -164,12 +165,16 @@ def _importable_elsewhere(name):
         os.path.join(os.path.dirname(spec.origin), "model.json")))
 
 
-def build_model(model, out_dir="generated", name=None, algorithms=None, native=True, cse=True,
-                verify=True, progress=_noop, source=None, frames=None, contacts=None):
+def build_model(model, out_dir="generated", options=None, progress=_noop, source=None, **changes):
     """Generate, compile, verify and load the module for `model`; reuse it when nothing
-    changed (the rules are in codegen/cache.py). frames: the names of the frames the module
-    serves (None: every frame of the model); contacts: the contacts declared at build time,
-    as "FRAME:6d", "FRAME:3d@x,y,z", "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
+    changed (the rules are in codegen/cache.py). options: a BuildOptions (codegen/options.py),
+    with `changes` by keyword (name=, algorithms=, frames=, contacts=, native=, cse=, verify=):
+    frames are the names of the frames the module serves (None: every frame of the model);
+    contacts the contacts declared at build time, as "FRAME:6d", "FRAME:3d@x,y,z",
+    "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
+    options = BuildOptions.of(options, **changes)
+    name, algorithms, native, verify = options.name, options.algorithms, options.native, options.verify
+    frames, contacts = options.frames, options.contacts
     module = module_name(name or model.name)
     check_moves(model)
     declared, chosen = check_task_space(model, frames, contacts)
@@ -181,11 +186,11 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
         costly = [f.name for f in fn_table.FUNCTIONS if f.costly]
         progress(f"left out {', '.join(costly)} (nv = {model.full.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as "
                  "nv^3); name it in --algorithms to build it")
-    options = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(cse),
-               "frames": None if frames is None else [f.name for f in chosen],
-               "contacts": [c.describe() for c in declared]}
+    asked = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(options.cse),
+             "frames": None if frames is None else [f.name for f in chosen],
+             "contacts": [c.describe() for c in declared]}
     flags = compile_flags(native)
-    key = cache.build_key(model_fingerprint(model), options, __version__, code_fingerprint(), flags=flags)
+    key = cache.build_key(model_fingerprint(model), asked, __version__, code_fingerprint(), flags=flags)
     _make_output_folder(out_dir)
     target = os.path.join(out_dir, module)
     if os.path.lexists(target) and not os.path.isdir(target):
@@ -204,8 +209,8 @@ def build_model(model, out_dir="generated", name=None, algorithms=None, native=T
             progress(f"{module}: rebuilding ({problem})")
         _replacing_another_robot(target, model, progress)
         with cache.workspace(out_dir, module) as work:
-            _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, chosen, declared,
-                           out_dir)
+            _generate_into(work, model, module, specs, key, asked, source, flags, options.cse, progress, chosen,
+                           declared, out_dir)
             report = None
             if verify:
                 report = _verify(work, model, module, progress)
@@ -366,37 +371,37 @@ def _link_extension(work, extension, objects):
     os.remove(os.path.join(work, f"{extension}.c"))
 
 
-def build(urdf_path, out_dir="generated", floating_base=False, name=None, algorithms=None, native=True,
-          cse=True, verify=True, progress=_noop, strict=False, mimic=False, frames=None, contacts=None,
-          armature=None, xacro_args=None, packages=None):
+def build(urdf_path, out_dir="generated", options=None, progress=_noop, **changes):
     """Build (or reuse) the module for a URDF, xacro or MJCF file and load it. See the README
     for its functions.
 
-    strict: an invalid inertia is an error instead of a warning; mimic: <mimic> joints follow
-    their master (Pinocchio's mimic=True model) instead of moving freely; frames: the names of
-    the frames the module serves (None: all); contacts: contacts declared at build time
-    ("l_sole:6d", "FL_FOOT:3d", ...; see build_model); armature: {joint: rotor inertia};
-    xacro_args, packages: a xacro file's arguments and $(find) folders (rbdgen.model.sources)."""
-    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress,
-                                dict(armature=armature, xacro_args=xacro_args, packages=packages))
-    return build_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts)
+    options: a BuildOptions (codegen/options.py), with `changes` by keyword: floating_base;
+    strict (an invalid inertia is an error instead of a warning); mimic (<mimic> joints follow
+    their master, Pinocchio's mimic=True model, instead of moving freely); armature ({joint:
+    rotor inertia}); xacro_args and packages (a xacro file's arguments and $(find) folders);
+    name, algorithms, frames, contacts ("l_sole:6d", "FL_FOOT:3d", ...), native, cse, verify
+    (see build_model)."""
+    options = BuildOptions.of(options, **changes)
+    model, source = load_source(urdf_path, options, progress)
+    return build_model(model, out_dir, options, progress, source)
 
 
-def load_source(urdf_path, floating_base=False, strict=False, mimic=False, algorithms=None, frames=None,
-                contacts=None, progress=_noop, options=None):
-    """(model, source record) for a robot's file, after checking the names of functions, frames
-    and contacts, so that a mistake fails before any work. options: load_model's armature,
-    xacro_args and packages."""
+def load_source(urdf_path, options, progress=_noop):
+    """(model, source record) for a robot's file read with `options` (a BuildOptions), after
+    checking the names of functions, frames and contacts, so that a mistake fails before any
+    work."""
     t0 = time.perf_counter()
-    fn_table.check_names(algorithms)
-    options = {k: v for k, v in (options or {}).items() if v}
-    model = load_model(urdf_path, floating_base=floating_base, strict=strict, mimic=mimic, **options)
+    fn_table.check_names(options.algorithms)
+    reading = options.reading()
+    model = load_model(urdf_path, floating_base=options.floating_base, strict=options.strict, mimic=options.mimic,
+                       **reading)
     check_moves(model)
-    check_task_space(model, frames, contacts)
+    check_task_space(model, options.frames, options.contacts)
     with open(urdf_path, "rb") as f:
         source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
-                  "floating_base": bool(floating_base), "mimic": bool(mimic), "kind": source_kind(urdf_path),
-                  **{k: {str(n): v for n, v in value.items()} for k, value in options.items()}}
+                  "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
+                  "kind": source_kind(urdf_path),
+                  **{k: {str(n): v for n, v in value.items()} for k, value in reading.items()}}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
     return model, source
 

@@ -17,6 +17,7 @@ import tempfile
 from .. import __version__
 from ..errors import BuildError
 from .build import build_model, load_source
+from .options import BuildOptions
 from .compiler import GCC_FLAGS
 from .cprinter import c_comment_text
 from .render import template
@@ -27,32 +28,30 @@ MARKER = ".rbdgen-export"
 PYTHON_ONLY = ("_calls.c",)   # the binding's C, which includes Python.h
 
 
-def export(urdf_path, out_dir, floating_base=False, name=None, algorithms=None, native=False, cse=True,
-           verify=True, progress=None, strict=False, mimic=False, frames=None, contacts=None, module_dir=None,
-           armature=None, xacro_args=None, packages=None):
-    """Write the C library of a URDF's robot to `out_dir` (the options are build's; native and
-    module_dir as in export_model). Returns the path of the export."""
+def export(urdf_path, out_dir, options=None, native=False, module_dir=None, progress=None, **changes):
+    """Write the C library of a URDF's robot to `out_dir`: options, and `changes` by keyword,
+    as build's; native and module_dir as in export_model. Returns the path of the export."""
     progress = progress or (lambda message: None)
     _check_destination(out_dir)
-    model, source = load_source(urdf_path, floating_base, strict, mimic, algorithms, frames, contacts, progress,
-                                dict(armature=armature, xacro_args=xacro_args, packages=packages))
-    return export_model(model, out_dir, name, algorithms, native, cse, verify, progress, source, frames, contacts,
-                        module_dir)
+    options = BuildOptions.of(options, **changes)
+    model, source = load_source(urdf_path, options, progress)
+    return export_model(model, out_dir, options, native, module_dir, progress, source)
 
 
-def export_model(model, out_dir, name=None, algorithms=None, native=False, cse=True, verify=True,
-                 progress=None, source=None, frames=None, contacts=None, module_dir=None):
+def export_model(model, out_dir, options=None, native=False, module_dir=None, progress=None, source=None,
+                 **changes):
     """Build (or reuse) the module for `model` and write its C library to `out_dir`.
 
     native: the default of the CMake option RBDGEN_NATIVE (-march=native); the sources are the
-    same either way. module_dir: where the module is built or reused (default: a temporary
-    folder; give a build's output folder to reuse a module built with the same options).
-    Returns the path of the export."""
+    same either way, and the module built to take them from is compiled for this machine.
+    module_dir: where the module is built or reused (default: a temporary folder; give a
+    build's output folder to reuse a module built with the same options). Returns the path of
+    the export."""
     progress = progress or (lambda message: None)
     _check_destination(out_dir)
+    options = BuildOptions.of(options, **changes, native=True)
     with tempfile.TemporaryDirectory(prefix="rbdgen-export-") as scratch:
-        module = build_model(model, out_dir=module_dir or scratch, name=name, algorithms=algorithms, cse=cse,
-                             verify=verify, progress=progress, source=source, frames=frames, contacts=contacts)
+        module = build_model(model, module_dir or scratch, options, progress, source)
         folder = os.path.dirname(os.path.abspath(module.__file__))
         write_library(folder, out_dir, model, native)
     progress(f"exported the C library of {model.name!r} to {out_dir}")

@@ -11,6 +11,7 @@ import os
 
 from ..errors import BuildError
 from . import cache
+from .options import BuildOptions
 
 
 _OPENED = {}   # (folder, build key) -> module: a Dask worker unpickles the module with every task
@@ -52,12 +53,7 @@ def _open(folder, build_key, recipe):
             raise BuildError(f"'{folder}' is not on this machine, and {path} changed since the module was built: "
                              "building it would give another robot; put the module folder on storage every "
                              "process sees")
-    module = build(path, out_dir=os.path.dirname(folder), name=recipe["module"],
-                   floating_base=bool(source.get("floating_base")), mimic=bool(source.get("mimic")),
-                   armature=source.get("armature"), xacro_args=source.get("xacro_args"),
-                   packages=source.get("packages"), algorithms=options.get("algorithms"),
-                   native=options.get("native", True), cse=options.get("cse", True), frames=options.get("frames"),
-                   contacts=options.get("contacts"))
+    module = build(path, os.path.dirname(folder), BuildOptions.of_recipe(source, options, recipe["module"]))
     if module._META["build_key"] != build_key:   # rbdgen, its compiler or this machine differ
         raise BuildError(f"'{folder}' was absent and is now built here, but not as the module pickled (rbdgen, the "
                          "C compiler or the machine differ); put the module folder on storage every process sees")
