@@ -14,7 +14,9 @@ filled through a temporary).
 Needs only numpy and cffi.
 """
 
+import functools as _functools
 import importlib as _importlib
+import inspect as _inspect
 import json as _json
 import os as _os
 import sys as _sys
@@ -666,16 +668,16 @@ class _Bound(tuple):
         return _sys.modules[__name__].__reduce__()
 
 
-class _Public:
-    # A public function written in Python, as itself but for pickling (by module and name).
+class _Public(_functools.partial):
+    # A public function written in Python, as itself but for pickling (by module and name): a
+    # partial, which calls in C (about 90 ns, against 190 for a class's __call__).
 
-    def __init__(self, function):
-        self.__wrapped__ = function
+    def __new__(cls, function):
+        self = super().__new__(cls, function)
+        self.__wrapped__, self.__signature__ = function, _inspect.signature(function)
         self.__name__, self.__qualname__ = function.__name__, function.__qualname__
         self.__doc__, self.__module__ = function.__doc__, function.__module__
-
-    def __call__(self, *args, **kwargs):
-        return self.__wrapped__(*args, **kwargs)
+        return self
 
     def __reduce__(self):
         return getattr, (_sys.modules[__name__], self.__name__)
