@@ -192,7 +192,6 @@ def cmd_verify(args):
 def _module_source(folder, mimic):
     """(path, floating base, mimic, load_model's options) that the module in `folder` was built
     from, the file checked to be still there and unchanged."""
-    import hashlib
     import json
     meta_path = os.path.join(folder, "model.json")
     try:
@@ -203,9 +202,9 @@ def _module_source(folder, mimic):
         raise RbdgenError(f"{meta_path} is corrupted; rebuild the module with rbdgen build") from None
     if not isinstance(urdf, str) or not os.path.isfile(urdf):
         raise RbdgenError(f"{folder}: the URDF it was built from ({urdf}) is gone; verify the URDF instead")
-    with open(urdf, "rb") as f:
-        if source.get("urdf_sha256") not in (None, hashlib.sha256(f.read()).hexdigest()):
-            raise RbdgenError(f"{folder}: {urdf} changed since the module was built; verify the URDF instead")
+    from .codegen.build import source_changed
+    if source_changed(source):
+        raise RbdgenError(f"{folder}: {urdf} changed since the module was built; verify the URDF instead")
     options = {k: source[k] for k in ("armature", "xacro_args", "packages") if isinstance(source.get(k), dict)}
     return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic)), options
 

@@ -61,11 +61,12 @@ def test_declared_namespace_alone_is_urdf(robot, tmp_path):
 
 
 def test_core_install_builds_exports_and_verifies(tmp_path):
-    """Panda's URDF through build, verify and export with no optional package: the build's own
-    verification against the reference runs, and verify says Pinocchio was left out."""
+    """Panda's URDF through the README's default build, verify and export with no optional
+    package: the build's own verification against the reference runs (every default function:
+    the CasADi and JAX glue is compiled without CasADi or JAX), and verify says Pinocchio was
+    left out."""
     urdf = robot_path("panda")
-    functions = "rnea,crba,aba,frame_placement"
-    code, output = run_core_only("build", urdf, "-o", tmp_path / "gen", "--algorithms", functions, cwd=tmp_path)
+    code, output = run_core_only("build", urdf, "-o", tmp_path / "gen", cwd=tmp_path)
     assert code == 0, output
     with open(tmp_path / "gen" / "panda" / "model.json", encoding="utf-8") as f:
         assert json.load(f)["source"]["kind"] == "urdf"
@@ -73,7 +74,7 @@ def test_core_install_builds_exports_and_verifies(tmp_path):
     assert code == 0, output
     assert "MISMATCH" not in output and "compared with the reference only" in output
     code, output = run_core_only("export", urdf, "-o", tmp_path / "lib", "--module-dir", tmp_path / "gen",
-                                 "--algorithms", functions, cwd=tmp_path)
+                                 cwd=tmp_path)
     assert code == 0, output
     assert os.path.isfile(tmp_path / "lib" / "CMakeLists.txt")
 

@@ -199,8 +199,9 @@ def test_dask_map_names_its_tasks_and_takes_constants(panda):
     f_ext = np.random.default_rng(SEED).normal(size=(40, len(panda.joint_names), 6))
     first, second = (rbdgen.dask.map(panda.rnea, Q, V, A, f_ext) for _ in range(2))
     assert first.name == second.name
-    assert all(str(key[0]).startswith("rbdgen-rnea-") for key in dict(first.__dask_graph__()) if isinstance(key, tuple)
-               and str(key[0]).startswith("rbdgen-"))
+    chunk_tasks = [key for key in dict(first.__dask_graph__())
+                   if isinstance(key, tuple) and str(key[0]).startswith("rbdgen-")]
+    assert len(chunk_tasks) == 3 and all(key[0].startswith("rbdgen-rnea-") for key in chunk_tasks), chunk_tasks
     np.testing.assert_array_equal(first.compute(scheduler="threads"), panda.rnea(q, v, a, f_ext))
     qpos, qvel = dask.compute(*rbdgen.dask.map(panda.to_mujoco, Q, V), scheduler="threads")
     for got, want in zip((qpos, qvel), panda.to_mujoco(q, v)):

@@ -38,10 +38,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# each frame quantity and the states it takes before the frame
-_FRAME_KINDS = {"jacobian": ("q",), "jacobian_time_variation": ("q", "v"), "velocity": ("q", "v"),
-                "acceleration": ("q", "v", "a"), "classical_acceleration": ("q", "v", "a"),
-                "velocity_derivatives": ("q", "v"), "acceleration_derivatives": ("q", "v", "a")}
+
 _DEFAULTS = {"dt": 1.0, "damping": 0.0}    # as the module's functions have them
 _POINT_KINDS = {"point_jacobian": "frame_jacobian", "point_velocity": "frame_velocity",
                 "point_acceleration": "frame_classical_acceleration", "point_gamma": "frame_classical_acceleration"}
@@ -147,7 +144,7 @@ class Bridge:
             return self.of_states(name, threads)
         if name == "frame_placement" and self.has("frame_placement"):
             return self.frame_placement(threads)
-        if name.startswith("frame_") and name[len("frame_"):] in _FRAME_KINDS:
+        if name.startswith("frame_") and name[len("frame_"):] in self.m._KINDS:
             return self.frame_quantity(name, threads)
         if name in _POINT_KINDS:
             return self.point_quantity(name, threads)
@@ -160,7 +157,7 @@ class Bridge:
     def available(self):
         m = self.m
         names = [n for n, s in m._TABLE.items() if not s.per_body]
-        names += [n for n in ("frame_placement", *("frame_" + k for k in _FRAME_KINDS), *_POINT_KINDS)
+        names += [n for n in ("frame_placement", *("frame_" + k for k in self.m._KINDS), *_POINT_KINDS)
                   if callable(getattr(m, n, None))]
         return sorted(set(names))
 
@@ -219,7 +216,9 @@ class Bridge:
         if public is None:
             raise ValueError(f"this module was built without {name}; rebuild it with that function")
         kind = name[len("frame_"):]
-        takes = _FRAME_KINDS[kind]
+        # the states before the frame: the inputs of the generated function, in any reference built
+        built = next(m._TABLE[f"{name}_{r}"] for r in m._REFERENCES if f"{name}_{r}" in m._TABLE)
+        takes = [n for n in built.names if n != "placement"]
 
         def quantity(*args, reference=None):
             *states, frame = args[:len(takes) + 1]

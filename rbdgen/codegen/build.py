@@ -386,6 +386,17 @@ def build(urdf_path, out_dir="generated", options=None, progress=_noop, **change
     return build_model(model, out_dir, options, progress, source)
 
 
+def file_digest(path):
+    """The SHA-256 of a robot's file, as model.json's source records it (urdf_sha256)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def source_changed(source):
+    """Whether the file a module was built from differs from the one model.json recorded."""
+    return source.get("urdf_sha256") not in (None, file_digest(source["urdf"]))
+
+
 def load_source(urdf_path, options, progress=_noop):
     """(model, source record) for a robot's file read with `options` (a BuildOptions), after
     checking the names of functions, frames and contacts, so that a mistake fails before any
@@ -397,11 +408,10 @@ def load_source(urdf_path, options, progress=_noop):
                        **reading)
     check_moves(model)
     check_task_space(model, options.frames, options.contacts)
-    with open(urdf_path, "rb") as f:
-        source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": hashlib.sha256(f.read()).hexdigest(),
-                  "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
-                  "kind": source_kind(urdf_path),
-                  **{k: {str(n): v for n, v in value.items()} for k, value in reading.items()}}
+    source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": file_digest(urdf_path),
+              "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
+              "kind": source_kind(urdf_path),
+              **{k: {str(n): v for n, v in value.items()} for k, value in reading.items()}}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
     return model, source
 

@@ -72,6 +72,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
                      name == "rbdgen_entry_points.c"] + [python_abi(), numpy.__version__]
     results, sources, objects, shared = {}, {}, [], {}
+    by_name = {spec.name: spec for spec in specs}
     waiting = {}   # shared file -> the functions it waits for
     for spec in specs:
         waiting.setdefault(shared_file(spec), set()).add(spec.name)
@@ -116,7 +117,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                 store.keep_object(store.object_key([text, kernels], flags), obj)
             elif not small and compile_or_reuse(source, [text, kernels], flags, "function", _COST.get(name, 1)):
                 progress(f"  {name}: object cached")
-            spec_place = shared_file(fn_table.lookup(name, contacts))
+            spec_place = shared_file(by_name[name])
             if small:
                 members[spec_place].append(name)
             waiting[spec_place].discard(name)

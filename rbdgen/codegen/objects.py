@@ -139,8 +139,9 @@ class BuildCache:
                     continue
                 entries.append((stat.st_mtime, stat.st_size, path, name.startswith(".tmp-")))
         total = sum(size for _, size, _, _ in entries)
+        newest = max((e[0] for e in entries), default=0)
         for mtime, size, path, temporary in sorted(entries):
-            stale_temporary = temporary and mtime < max(e[0] for e in entries) - 3600
+            stale_temporary = temporary and mtime < newest - 3600
             if total > limit or stale_temporary:
                 try:
                     os.unlink(path)

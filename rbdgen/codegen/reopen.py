@@ -6,7 +6,6 @@ system, or the same machine), and builds it there from the build's recipe (model
 and options) when the folder is absent: the robot's file must then be at the same path.
 """
 
-import hashlib
 import os
 
 from ..errors import BuildError
@@ -26,7 +25,7 @@ def module_at(folder, build_key, recipe):
 
 
 def _open(folder, build_key, recipe):
-    from .build import build, load
+    from .build import build, load, source_changed
     from .compiler import compile_flags
     try:
         meta = cache.read_json(os.path.join(folder, "model.json"))
@@ -48,11 +47,10 @@ def _open(folder, build_key, recipe):
     if not (isinstance(path, str) and os.path.isfile(path)):
         raise BuildError(f"'{folder}' is not on this machine, nor the robot's file {path!r} to build it from; "
                          "put the module folder (or the robot's file) on storage every process sees")
-    with open(path, "rb") as f:
-        if source.get("urdf_sha256") not in (None, hashlib.sha256(f.read()).hexdigest()):
-            raise BuildError(f"'{folder}' is not on this machine, and {path} changed since the module was built: "
-                             "building it would give another robot; put the module folder on storage every "
-                             "process sees")
+    if source_changed(source):
+        raise BuildError(f"'{folder}' is not on this machine, and {path} changed since the module was built: "
+                         "building it would give another robot; put the module folder on storage every "
+                         "process sees")
     module = build(path, os.path.dirname(folder), BuildOptions.of_recipe(source, options, recipe["module"]))
     if module._META["build_key"] != build_key:   # rbdgen, its compiler or this machine differ
         raise BuildError(f"'{folder}' was absent and is now built here, but not as the module pickled (rbdgen, the "
