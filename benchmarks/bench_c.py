@@ -38,8 +38,10 @@ import rbdgen
 from casadi_side import CHECK_STATES
 from common import cpu_name, log, robot_contacts, robot_parser, robot_spec, split_contact
 from rbdgen.codegen.compiler import c_compiler, compile_flags
-from rbdgen.codegen.render import SHARED_INPUTS
-from rbdgen.runtime.states import random_state
+from rbdgen.table.inputs import INPUTS
+from rbdgen.model.states import random_state
+
+SHARED = tuple(name for name, row in INPUTS.items() if row.shared)   # one value for a whole batch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # ../shared/bench/ beside the repository (its parent folder holds shared/)
@@ -136,7 +138,7 @@ def write_inputs(model, meta, path, seed, side=None):
     sizes = {}
     for fn in meta["functions"].values():
         for name, size in fn["inputs"]:
-            if name not in SHARED_INPUTS:
+            if name not in SHARED:
                 sizes[name] = size
     arrays = {}
     for name, size in sorted(sizes.items()):
@@ -275,7 +277,7 @@ def write_driver(folder, meta, sizes, order, frame, side=None):
     calls = checks = ""
     for fn in order:
         inputs = meta["functions"][fn]["inputs"]
-        args = "".join(f"shared_{name}, " if name in SHARED_INPUTS else f"in_{name} + k * {size}, "
+        args = "".join(f"shared_{name}, " if name in SHARED else f"in_{name} + k * {size}, "
                        for name, size in inputs)
         if meta["functions"][fn].get("bodies") is not None:     # a function of a frame: its body first
             args = f"{meta['frames'][frame]['body']}L, " + args

@@ -30,7 +30,7 @@ import numpy as np
 import rbdgen
 from casadi_side import kin_dyn
 from common import cpu_name, log, robot_parser, robot_spec
-from rbdgen.runtime.states import random_state
+from rbdgen.model.states import random_state
 
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("panda", "solo12")

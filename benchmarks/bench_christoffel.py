@@ -35,7 +35,7 @@ import numpy as np
 
 import rbdgen
 from rbdgen.model import Revolute
-from rbdgen.runtime.states import random_configuration
+from rbdgen.model.states import random_configuration
 from rbdgen.spatial import Inertia, Transform
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -26,7 +26,7 @@ import numpy as np
 
 import rbdgen
 from common import cpu_name, log, robot_parser, robot_spec, timed
-from rbdgen.runtime.states import random_state
+from rbdgen.model.states import random_state
 
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("panda", "solo12")

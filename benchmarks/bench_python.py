@@ -40,7 +40,7 @@ import rbdgen
 from common import block, log, robot_contacts, robot_parser, robot_spec, timed
 from rbdgen.algorithms.constrained import parse_contacts
 from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints, pinocchio_model, to_pinocchio_q
-from rbdgen.runtime.states import random_state
+from rbdgen.model.states import random_state
 
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda")

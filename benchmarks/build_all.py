@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 import rbdgen
-from rbdgen.codegen import functions as fn_table
+from rbdgen.table import functions as fn_table
 from rbdgen.errors import RbdgenError
 from rbdgen.examples import robots_dir
 from rbdgen.runtime.accuracy import extended_values, forward_errors, part_slices

@@ -30,7 +30,7 @@ from common import log
 from rbdgen.codegen.compilation import compile_source
 from rbdgen.codegen.cache import compiler_identity
 from rbdgen.errors import BuildError
-from rbdgen.runtime.states import random_state
+from rbdgen.model.states import random_state
 from rbdgen.spatial import quaternion_to_rotation
 
 INSTALL = 'pip install "adam-robotics[casadi]"'

@@ -19,21 +19,11 @@ import numpy as np
 
 from .errors import RbdgenError
 from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
-from .runtime.states import random_state
+from .model.states import random_state
+from .table.functions import BY_NAME, lookup
 
 ROUNDS = 5
 BATCH = 2000
-# rbdgen function -> (Pinocchio's Python call, its arguments after (model, data), pin_bench's line)
-# where Pinocchio has the quantity; ccrba computes A_G (our centroidal_map) and needs v for h_G
-PINOCCHIO = {
-    "rnea": ("rnea", ("q", "v", "a"), "rnea"), "nle": ("nonLinearEffects", ("q", "v"), "nle"),
-    "gravity": ("computeGeneralizedGravity", ("q",), None), "crba": ("crba", ("q",), "crba"),
-    "aba": ("aba", ("q", "v", "tau"), "aba"), "minv": ("computeMinverse", ("q",), "minv"),
-    "coriolis": ("computeCoriolisMatrix", ("q", "v"), "coriolis"),
-    "jacobians": ("computeJointJacobians", ("q",), "jacobians"), "centroidal_map": ("ccrba", ("q", "v"), "ccrba"),
-}
-
-
 def c_function(module, model, name):
     """(callable, arguments for one state, arguments for `batch` states) of the C function
     `name`, as the verification calls it: a function of a frame on the deepest body's first
@@ -41,8 +31,7 @@ def c_function(module, model, name):
     entry point (the public one takes call-time contacts)."""
     from .algorithms import constrained
     from .algorithms.frames import placement_entries
-    from .codegen.functions import lookup
-    from .codegen.render import SHARED_INPUTS
+    from .table.inputs import INPUTS
     spec = lookup(name, constrained.parse_contacts(model, getattr(module, "contacts", ())))
     function = getattr(module, ("_declared_" if spec.declared else "") + name, None)
     shared = {}
@@ -52,7 +41,7 @@ def c_function(module, model, name):
         shared["placement"] = np.array(placement_entries(frame.placement), dtype=float)
 
     def arguments(inputs, batch):
-        return [shared[arg] if arg in shared else inputs[arg][0] if arg in SHARED_INPUTS or batch is None
+        return [shared[arg] if arg in shared else inputs[arg][0] if INPUTS[arg].shared or batch is None
                 else inputs[arg] for arg in spec.inputs]
     return function, arguments
 
@@ -118,18 +107,18 @@ def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print, mimi
         throughput = batch / _median_time(lambda: fn(*bargs), 3)
         row = {"function": name, "operations": spec["operations"], "c_ns": c, "python_ns": py,
                "states_per_s": throughput, "pin_python_ns": None, "pin_cpp_ns": None}
-        pin_call, pin_inputs, cpp_name = PINOCCHIO.get(name, (None, (), None))
-        if pin and pin_call:
+        counterpart = BY_NAME[name].pinocchio if name in BY_NAME else None   # contacts: none
+        if pin and counterpart:
             pm, pd = pin
-            call = getattr(__import__("pinocchio"), pin_call)
-            pin_args = [to_pinocchio_q(model, single["q"]) if arg == "q" else single[arg] for arg in pin_inputs]
+            call = getattr(__import__("pinocchio"), counterpart.call)
+            pin_args = [to_pinocchio_q(model, single["q"]) if arg == "q" else single[arg] for arg in counterpart.inputs]
             try:
                 call(pm, pd, *pin_args)
             except RuntimeError as exc:   # Pinocchio 4.1's aba has no mimic joints, for one
                 notes.append(f"Pinocchio cannot compute {name} for this model ({str(exc).rstrip('.')})")
             else:
                 row["pin_python_ns"] = _median_time(lambda: call(pm, pd, *pin_args), number) * 1e9
-        row["pin_cpp_ns"] = cpp.get(cpp_name)
+        row["pin_cpp_ns"] = cpp.get(counterpart.bench) if counterpart else None
         rows.append(row)
     _print_table(rows, model, out, batch)
     for note in notes:

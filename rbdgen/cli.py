@@ -215,7 +215,7 @@ def _verify_pinocchio(module, model, urdf, floating, mimic, args):
     installed or refuses the URDF."""
     import numpy as np
     from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
-    from .runtime.states import random_state
+    from .model.states import random_state
     from .model.sources import source_kind
     if source_kind(urdf) == "mjcf":   # MuJoCo is the outside truth of an MJCF
         from .runtime.mujoco_bridge import against_mujoco, module_functions

@@ -10,7 +10,7 @@ import numpy as np
 from rbdgen.examples import ROBOTS, robot_path, robots_dir  # noqa: F401  (re-exported for tests)
 from rbdgen.runtime.pinocchio_bridge import pinocchio_model as _pinocchio_model
 from rbdgen.runtime.pinocchio_bridge import to_pinocchio_q  # noqa: F401  (re-exported for tests)
-from rbdgen.runtime.states import random_configuration, random_state  # noqa: F401  (re-exported for tests)
+from rbdgen.model.states import random_configuration, random_state  # noqa: F401  (re-exported for tests)
 
 REL_TOL_PINOCCHIO = 1e-9     # reference against Pinocchio (issue 2)
 REL_TOL_GENERATED = 1e-10    # generated C against the reference (issue 3)

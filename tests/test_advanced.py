@@ -835,7 +835,7 @@ def revolute_model(name, parents, seed=0):
 
 def test_christoffel_operation_count_exploits_the_tree():
     from rbdgen.codegen.programs import generate_program
-    from rbdgen.codegen.functions import BY_NAME
+    from rbdgen.table.functions import BY_NAME
     n = 12
     chain = revolute_model("chain12", [i - 1 for i in range(n)])
     tree = revolute_model("tree12", [(i - 1) // 2 if i else -1 for i in range(n)])

@@ -21,7 +21,7 @@ import rbdgen.codegen.build as build_module
 from helpers import temporary_entries, tiny_urdf, write_urdf
 from rbdgen.codegen import cache
 from rbdgen.runtime import verify
-from rbdgen.runtime.states import random_configuration
+from rbdgen.model.states import random_configuration
 
 ALGORITHMS = ["gravity", "crba"]
 

@@ -161,10 +161,10 @@ def test_damped_contact_derivatives_are_finite_differences(contacts):
 @pytest.mark.parametrize("damping", [0.0, 0.05])
 def test_factored_contact_derivatives_are_the_reference(damping):
     """The factored variant (the KKT matrix's factors in the output, the solves after the
-    program by codegen.solves' NumPy mirror of the C loop), run on numbers, against the
+    program by algorithms.solves' NumPy mirror of the C loop), run on numbers, against the
     reference's solves through M's factors and K's: every kind of contact, exact and damped."""
     from rbdgen.algorithms import constrained, derivatives
-    from rbdgen.codegen.functions import contact_derivatives_factored
+    from rbdgen.table.functions import contact_derivatives_factored
     from rbdgen.runtime.reference import OPS
     model = robot_model("solo12")
     declared = constrained.parse_contacts(model, MIXED_CONTACTS)
@@ -241,7 +241,7 @@ def test_analytic_matches_forward_mode(floating):
 
 def test_generator_keeps_the_shorter_program():
     from rbdgen.codegen.programs import generate_program
-    from rbdgen.codegen.functions import BY_NAME
+    from rbdgen.table.functions import BY_NAME
     from rbdgen.algorithms import mimic, minv, rnea_derivatives
     # the analytical derivatives are preferred (forward mode is not recorded): they are shorter
     spec = BY_NAME["rnea_derivatives"]
@@ -252,7 +252,7 @@ def test_generator_keeps_the_shorter_program():
     analytic = generate_program(model, dataclasses.replace(spec, run=spec.variants[0], variants=())).counts["operations"]
     assert kept == analytic < forward
     # M^-1 in one fixed frame is kept on UR5, in body coordinates on Panda; the factors of M with
-    # the solve after the program cost more on both (codegen.solves: measured 162 and 321 ns
+    # the solve after the program cost more on both (algorithms.solves: measured 162 and 321 ns
     # against 138 and 303)
     spec = BY_NAME["minv"]
     assert spec.variants == (minv.minv_in_fixed_frame, mimic.factors_of_m)
@@ -349,7 +349,7 @@ def test_generated_matches_reference(derivatives_module):
                                    ref.frame_acceleration_derivatives(model, q[0], v[0], a[0], frame))):
         assert_close(f"frame_acceleration_derivatives[{k}]", b, e, REL_TOL_GENERATED)
     tau = rng.normal(size=(4, model.nv))
-    # the KKT solves after the program, in loops (codegen.solves; tests/test_solves.py)
+    # the KKT solves after the program, in loops (algorithms.solves; tests/test_solves.py)
     assert module._META["functions"]["contact_dynamics_derivatives"]["accuracy"]["kept"] == \
         "contact_dynamics_derivatives_factored"
     for k, (b, e) in enumerate(zip(module.contact_dynamics_derivatives(q, v, tau, 0.01),

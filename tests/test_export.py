@@ -14,7 +14,7 @@ import pytest
 
 import rbdgen
 from rbdgen.algorithms import constrained
-from rbdgen.codegen import functions as fn_table
+from rbdgen.table import functions as fn_table
 from rbdgen.codegen.cprinter import c_string
 from rbdgen.errors import BuildError
 from rbdgen.runtime.accuracy import double_values
@@ -141,8 +141,8 @@ class Export:
 
 
 def fn_table_shared():
-    from rbdgen.codegen.render import SHARED_INPUTS
-    return SHARED_INPUTS
+    from rbdgen.table.inputs import INPUTS
+    return [name for name, row in INPUTS.items() if row.shared]
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 from helpers import assert_close, bridge_inputs, central_differences, pinocchio_model  # noqa: E402
-from rbdgen.runtime.states import random_state  # noqa: E402
+from rbdgen.model.states import random_state  # noqa: E402
 
 REL_TOL = 1e-12          # the same C: values equal to rounding
 DERIVATIVE_TOL = 1e-10   # the JVP rules against the derivative functions (einsum's rounding)

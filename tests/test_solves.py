@@ -1,4 +1,4 @@
-"""Solves with M's factors after the program, in loops (rbdgen/codegen/solves.py).
+"""Solves with M's factors after the program, in loops (rbdgen/algorithms/solves.py).
 
 1. The NumPy mirror of the C loop (what the generator measures a program's digits with) gives
    fd_crba's straight-line solve bit for bit, column by column, and M^-1 B to rounding, on
@@ -18,8 +18,8 @@ import pytest
 
 from helpers import pinocchio_model
 from rbdgen.algorithms import derivatives, fd_crba, mimic
-from rbdgen.codegen.functions import contact_derivatives_factored
-from rbdgen.codegen.solves import Block, FactorSolve
+from rbdgen.table.functions import contact_derivatives_factored
+from rbdgen.algorithms.solves import Block, FactorSolve
 from rbdgen.runtime.reference import OPS
 from trees import random_state, random_tree
 

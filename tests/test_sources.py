@@ -30,7 +30,7 @@ from rbdgen import reference
 from rbdgen.errors import RbdgenError
 from rbdgen.model.sources import load_model
 from rbdgen.runtime.mujoco_bridge import against_mujoco, installed_models, module_functions
-from rbdgen.runtime.states import random_state
+from rbdgen.model.states import random_state
 
 mujoco = pytest.importorskip("mujoco")
 

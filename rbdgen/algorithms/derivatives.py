@@ -295,7 +295,7 @@ def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, dampi
     """contact_dynamics_derivatives without its solves: the right-hand sides of the KKT system
     for d/dq and d/dv, and in the d/dtau blocks the packed factors of the KKT matrix
     (kkt_parents); its L^T D L solves every column after the program, in loops
-    (codegen.solves). The unknowns of a column are the multipliers' and q-ddot's,
+    (algorithms.solves). The unknowns of a column are the multipliers' and q-ddot's,
         -damping dlambda - G dq-ddot = d/dx [G q-ddot - gamma]
         -G^T dlambda + M dq-ddot = -d/dx [rnea(q, v, q-ddot) - G^T lambda],
     with q-ddot and lambda held: the program writes the derivatives of rnea - G^T lambda and
@@ -372,7 +372,7 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
 def aba_derivatives_factored(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     """aba_derivatives without its solves: d rnea / dq and d rnea / dv at (q, v, q-ddot), and
     in M^-1's place the packed factors of M = L^T D L; the solves -M^-1 d rnea and M^-1 I run
-    after the program as loops over all columns (codegen.solves). On Talos the straight-line
+    after the program as loops over all columns (algorithms.solves). On Talos the straight-line
     solves were 78 000 operations of 128 000; this program is 48 000 and runs in 12.9 us
     against 43.5. q-ddot comes from the same factors (ABA would add 13 000 operations on
     Talos; the errors measured were the same there, 7.0e-15 against 5.0e-15 on Panda)."""
@@ -384,8 +384,6 @@ def aba_derivatives_factored(model, ops, q, v, tau, inverse_dynamics_derivatives
     dq, dv = (inverse_dynamics_derivatives or rnea_derivatives)(model, ops, q, v, qdd)
     return [dq, dv, packed_factors(ops, H, lam, n * n)]
 
-
-aba_derivatives_factored.applies = lambda model: True
 
 
 def _symmetric(A):

@@ -70,7 +70,7 @@ def ltdl_solve(ops, H, lam, b):
 
 def packed_factors(ops, H, lam, size):
     """The factors from `ltdl` as one list of `size` entries, for solves after the program
-    (codegen.solves): 1/D_0 .. 1/D_{n-1}, then row by row each row's L entries along its
+    (algorithms.solves): 1/D_0 .. 1/D_{n-1}, then row by row each row's L entries along its
     ancestors, then zeros."""
     packed = [pivot_inverse(ops, H, k) for k in range(len(H))]
     for i in range(len(H)):

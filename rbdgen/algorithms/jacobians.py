@@ -10,9 +10,8 @@ are [linear; angular] as in Pinocchio. J v is the frame's velocity:
 
 from ..errors import ModelError
 from ..spatial import Motion, add3, cross3
+from .frames import REFERENCE_FRAMES
 from .kinematics import body_placements, frame_placement_transform, joint_kinematics
-
-REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 
 
 def joint_jacobians(model, ops, q):

@@ -97,14 +97,12 @@ def minv(model, ops, q):
 def factors_of_m(model, ops, q):
     """M = L^T D L factorized along elimination_parents, packed (fd_crba.packed_factors), in
     an n x n block whose other entries are zero: M^-1 is then solved after the program, by a
-    loop (codegen.solves)."""
+    loop (algorithms.solves)."""
     _aba.check_invertible(model)
     lam = elimination_parents(model)
     return _fd_crba.packed_factors(ops, _fd_crba.ltdl(ops, [list(row) for row in crba(model, ops, q)], lam), lam,
                                    model.nv * model.nv)
 
-
-factors_of_m.applies = lambda model: True
 
 
 def minv_times(model, ops, q, tau):

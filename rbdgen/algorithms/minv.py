@@ -40,8 +40,6 @@ def minv_in_fixed_frame(model, ops, q):
     return _impulse_passes(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m)
 
 
-minv_in_fixed_frame.applies = lambda model: not model.has_mimic
-
 
 def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent):
     """Seed 001's two passes; `force_to_parent(i, f)` and `motion_from_parent(i, m)` carry a

@@ -14,6 +14,8 @@ pivoting of Y stacked over random states selects independent columns Y_b, and ev
 column is a fixed combination of them, Y_d = Y_b R_b^-1 R_d, so tau = Y_b (pi_b + R_b^-1 R_d pi_d).
 """
 
+import weakref
+
 import numpy as np
 
 from ..spatial import Force, Inertia
@@ -87,8 +89,7 @@ def regressor(model, ops, q, v, a):
 
 
 def base_regressor(model, ops, q, v, a):
-    """Y_b: the regressor's base columns (the model's BaseParameters, computed on numbers once)."""
-    from ..runtime.reference import base_parameters
+    """Y_b: the regressor's base columns (the model's BaseParameters, found on numbers)."""
     columns = base_parameters(model).columns
     return [[row[c] for c in columns] for row in regressor(model, ops, q, v, a)]
 
@@ -116,13 +117,43 @@ class BaseParameters:
         return cls(data["columns"], np.array(data["K"], dtype=float).reshape(len(data["columns"]), -1))
 
 
-def base_parameters(model, regressor_of_states):
-    """BaseParameters of a model from `regressor_of_states(q, v, a)` -> (B, nv, 10 nb) on
-    seeded random states (the reference's regressor)."""
-    from ..runtime.states import random_state
+class _OnArrays:
+    """The ops of a run on NumPy arrays of states (one array per coordinate)."""
+
+    @staticmethod
+    def let(name, index, value):
+        return value
+
+    @staticmethod
+    def sincos(x):
+        return np.sin(x), np.cos(x)
+
+
+# id(model) -> (the model, weakly; its BaseParameters) for as long as the model lives: a
+# model is frozen, and the search costs a regressor on BASE_STATES states and a QR, so a build
+# finds them once, not once per use
+_FOUND = {}
+
+
+def base_parameters(model):
+    """The model's BaseParameters, from its regressor on seeded random states."""
+    held = _FOUND.get(id(model))
+    if held is not None and held[0]() is model:
+        return held[1]
+    found = _base_parameters(model)
+    _FOUND[id(model)] = (weakref.ref(model), found)
+    weakref.finalize(model, _FOUND.pop, id(model), None)
+    return found
+
+
+def _base_parameters(model):
+    from ..model.states import random_state
     rng = np.random.default_rng(BASE_SEED)
     q, v, a = random_state(model, rng, BASE_STATES)
-    W = np.asarray(regressor_of_states(q, v, a)).reshape(-1, PER_BODY * model.full.nbodies)
+    columns = [np.ascontiguousarray(x.T) for x in (q, v, a)]
+    Y = regressor(model, _OnArrays, *[list(c) for c in columns])
+    W = np.stack([np.stack([np.broadcast_to(np.asarray(x, dtype=float), (BASE_STATES,)) for x in row], axis=-1)
+                  for row in Y], axis=1).reshape(-1, PER_BODY * model.full.nbodies)
     R, order = _pivoted_r(W)
     diagonal = np.abs(np.diag(R))
     rank = int(np.sum(diagonal > RANK_TOL * max(diagonal[0], 1e-300)))

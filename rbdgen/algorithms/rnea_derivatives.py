@@ -76,17 +76,6 @@ def _add_B(A, B):
     return ([[x + y for x, y in zip(ra, rb)] for ra, rb in zip(A[0], B[0])], add3(A[1], B[1]))
 
 
-def _variant(function):
-    """A variant of the function table (rbdgen.codegen.functions): it has `applies`, and it is
-    `preferred`: fewer operations than forward mode on every robot measured (UR5 2 998 against
-    3 535, Panda 6 752 against 12 338, Talos 35 729 against 85 502), so forward mode is not
-    recorded beside it."""
-    function.applies = applies
-    function.preferred = True
-    return function
-
-
-@_variant
 def analytic_rnea_derivatives(model, ops, q, v, a):
     """(d tau / dq, d tau / dv), q in the tangent space, in the model's own coordinates."""
     tree, kin, body_v, body_a = tree_motion(model, ops, q, v, a)
@@ -168,22 +157,18 @@ def _reduce(model, D):
     return [list(row) for row in zip(*(mimic.reduce_force(model, list(col)) for col in zip(*columns)))]
 
 
-@_variant
 def analytic_nle_derivatives(model, ops, q, v):
     return analytic_rnea_derivatives(model, ops, q, v, [0] * model.nv)
 
 
-@_variant
 def analytic_gravity_derivatives(model, ops, q):
     zero = [0] * model.nv
     return analytic_rnea_derivatives(model, ops, q, zero, zero)[0]
 
 
-@_variant
 def analytic_aba_derivatives(model, ops, q, v, tau):
     return derivatives.aba_derivatives(model, ops, q, v, tau, analytic_rnea_derivatives)
 
 
-@_variant
 def analytic_aba_derivatives_factored(model, ops, q, v, tau):
     return derivatives.aba_derivatives_factored(model, ops, q, v, tau, analytic_rnea_derivatives)

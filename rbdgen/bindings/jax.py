@@ -39,10 +39,6 @@ from jax.custom_derivatives import SymbolicZero
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-_DEFAULTS = {"dt": 1.0, "damping": 0.0}    # as the module's functions have them
-_POINT_KINDS = {"point_jacobian": "frame_jacobian", "point_velocity": "frame_velocity",
-                "point_acceleration": "frame_classical_acceleration", "point_gamma": "frame_classical_acceleration"}
-
 
 def _handler():
     """The address of rbdgen_jax_call, compiled once per jax version and handler source beside
@@ -88,25 +84,24 @@ class Bridge:
     def address(self, c_function):
         return np.int64(int(self.m._ffi.cast("uintptr_t", c_function)))
 
-    def function(self, fname, threads=0, parts=None):
+    def function(self, fname, threads=0):
         """fname's C as a JAX function of arrays (inputs in its order; a per-body function takes
         the body first, as a Python int) returning what the module's function returns: a float,
         an array, or its parts, each a result of the FFI call of its own (slices of one result
-        would cost XLA an operation each, 1 us and more). parts: (start, stop, shape) to split
-        the output otherwise (frame_placement's R and p)."""
+        would cost XLA an operation each, 1 us and more)."""
         spec = self.m._TABLE[fname]
         kernel, batch = self.address(spec.c), self.address(spec.batch)
         shared = np.int64(sum(1 << k for k, s in enumerate(spec.shared) if s))
-        parts = parts or spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
+        parts = spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
         split = len(parts) > 1
 
         def call(*args):
             _require_x64()
             body, args = (args[0], args[1:]) if spec.per_body else (-1, args)
             missing = spec.names[len(args):]
-            if len(args) > len(spec.names) or any(n not in _DEFAULTS for n in missing):
+            if len(args) > len(spec.names) or any(n not in spec.defaults for n in missing):
                 raise TypeError(f"{fname} takes ({', '.join(spec.names)}), got {len(args)} arguments")
-            args = tuple(args) + tuple(_DEFAULTS[n] for n in missing)
+            args = tuple(args) + tuple(spec.defaults[n] for n in missing)
             xs = []
             for x, name, size, is_shared in zip(args, spec.names, spec.sizes, spec.shared):
                 x = jnp.asarray(x, dtype=jnp.float64)
@@ -144,9 +139,9 @@ class Bridge:
             return self.of_states(name, threads)
         if name == "frame_placement" and self.has("frame_placement"):
             return self.frame_placement(threads)
-        if name.startswith("frame_") and name[len("frame_"):] in self.m._KINDS:
+        if self.m._FAMILIES.get(name):   # a function of a frame in a reference
             return self.frame_quantity(name, threads)
-        if name in _POINT_KINDS:
+        if name in self.m._META["points"]:
             return self.point_quantity(name, threads)
         if name in ("contact_dynamics", "impulse_dynamics", "contact_inertia"):
             raise ValueError(f"{name}: JAX calls the contacts declared at build time (rbdgen build --contact "
@@ -157,7 +152,7 @@ class Bridge:
     def available(self):
         m = self.m
         names = [n for n, s in m._TABLE.items() if not s.per_body]
-        names += [n for n in ("frame_placement", *("frame_" + k for k in self.m._KINDS), *_POINT_KINDS)
+        names += [n for n in (*self.m._FAMILIES, *self.m._META["points"])
                   if callable(getattr(m, n, None))]
         return sorted(set(names))
 
@@ -195,7 +190,7 @@ class Bridge:
 
     def frame_placement(self, threads):
         m = self.m
-        split = self.function("frame_placement", threads, parts=((0, 9, (3, 3)), (9, 12, (3,))))
+        split = self.function("frame_placement", threads)
 
         def placement(q, frame):
             body, on_body = m._frame(frame)
@@ -223,7 +218,7 @@ class Bridge:
         def quantity(*args, reference=None):
             *states, frame = args[:len(takes) + 1]
             reference = (args[len(takes) + 1] if len(args) > len(takes) + 1 else
-                         reference or ("local_world_aligned" if kind.startswith("jacobian") else "local"))
+                         reference or m._FAMILIES[name])
             body, on_body = m._frame(frame)
             fname = f"frame_{kind}_{reference}"
             if reference not in m._REFERENCES or not self.has(fname):
@@ -234,7 +229,7 @@ class Bridge:
 
     def point_quantity(self, name, threads):
         m = self.m
-        fname = _POINT_KINDS[name] + "_local_world_aligned"
+        fname = m._META["points"][name]
         if not self.has(fname):
             raise ValueError(f"this module was built without {fname}; rebuild it with that function")
         function = _refuse_derivative(self.function(fname, threads), name, per_body=True)

@@ -130,20 +130,18 @@ def _settled(out, target):
 
 # ----------------------------------------------------------------- the generated functions ---
 
-_SHARED_INPUTS = ("placement", "damping", "restitution", "dt")   # one value for a whole batch
-_DEFAULTS = {"dt": "1.0", "damping": "0.0"}
-
-
 class _Function:
     """What calling one generated function needs, read from its row of model.json."""
 
     def __init__(self, fname, row):
-        names = [name for name, _ in row["inputs"]]
+        names = [x["name"] for x in row["inputs"]]
         if not (fname.isidentifier() and all(n.isidentifier() for n in names)):
             raise ImportError(f"{_HERE}: model.json names a function or input that is not an identifier; "
                               "rebuild the module with rbdgen build")
-        self.name, self.names, self.sizes = fname, names, [int(size) for _, size in row["inputs"]]
-        self.shared = [n in _SHARED_INPUTS for n in names]
+        self.name, self.names, self.sizes = fname, names, [int(x["size"]) for x in row["inputs"]]
+        self.shared = [bool(x["shared"]) for x in row["inputs"]]   # one value for a whole batch
+        self.defaults = {x["name"]: float(x["default"]) for x in row["inputs"] if x["default"] is not None}
+        self.family, self.reference = row["family"], row["reference"]
         self.first = self.shared.index(False)
         self.shape, self.scalar, self.per_body = tuple(row["shape"]), bool(row["scalar"]), bool(row["per_body"])
         self.parts = tuple((start, stop, tuple(shape)) for start, stop, shape, _ in row["parts"]) or None
@@ -201,7 +199,7 @@ class _Function:
 
     def define(self, namespace):
         """The public function, with its own signature (keywords by name, the defaults)."""
-        params = "".join(f"{n}={_DEFAULTS[n]}, " if n in _DEFAULTS else f"{n}, " for n in self.names)
+        params = "".join(f"{n}={self.defaults[n]!r}, " if n in self.defaults else f"{n}, " for n in self.names)
         body, lead = ("body", "body, ") if self.per_body else ("None", "")
         arguments = "".join(f"{n}, " for n in self.names)
         text = (f"def {self.public}({lead}{params}out=None, threads=0):\n"
@@ -282,7 +280,7 @@ def _fext(f_ext, q):
 
 
 _FRAME_TABLE = {k: (f["body"], _np.array(f["placement"], dtype=_FLOAT)) for k, f in _META["frames"].items()}
-_REFERENCES = ("local", "world", "local_world_aligned")
+_REFERENCES = tuple(_META["references"])
 
 
 def _frame(frame):
@@ -328,8 +326,7 @@ def frame_placement(q, frame, out=None, threads=0):
     out: a (12,) or (B, 12) array for R row-major, then p (R and p are views of it).
     """
     body, placement = _frame(frame)
-    X = _frame_placement(body, q, placement, out=out, threads=threads)
-    return X[..., :9].reshape(X.shape[:-1] + (3, 3)), X[..., 9:]
+    return _frame_placement(body, q, placement, out=out, threads=threads)
 
 
 def frame_jacobian(q, frame, reference="local_world_aligned", out=None, threads=0):
@@ -524,15 +521,13 @@ def casadi(function, frame=None, reference=None):
         import casadi as _casadi
     except ImportError:
         raise ImportError("casadi is not installed: pip install casadi (or rbdgen[casadi])") from None
-    kinds = {"frame_placement": None, **{f"frame_{k}": "local_world_aligned" if k == "jacobian" else "local"
-                                         for k in _KINDS}}
-    if function in kinds:
+    if function in _FAMILIES:
         if frame is None:
             raise ValueError(f"{function} is a function of a frame: pass frame= (a name or index in `frames`)")
-        fname = function if kinds[function] is None else f"{function}_{reference or kinds[function]}"
-        if reference is not None and (kinds[function] is None or reference not in _REFERENCES):
+        fname = function if _FAMILIES[function] is None else f"{function}_{reference or _FAMILIES[function]}"
+        if reference is not None and (_FAMILIES[function] is None or reference not in _REFERENCES):
             raise ValueError(f"reference {reference!r} is unknown for {function}"
-                             + (f"; use one of {', '.join(_REFERENCES)}" if kinds[function] else " (it has none)"))
+                             + (f"; use one of {', '.join(_REFERENCES)}" if _FAMILIES[function] else " (it has none)"))
         if fname not in _NAMES:
             raise ValueError(f"this module was built without {fname}; rebuild it with that function")
         _frame(frame)   # the one-line error for an unknown frame
@@ -546,11 +541,11 @@ def casadi(function, frame=None, reference=None):
         raise ValueError(f"{function!r} is not a function of a frame: it takes no frame or reference")
     spec = _TABLE.get(function)
     if spec is not None and spec.per_body:
-        kind = max((k for k in kinds if function.startswith(k + "_")), key=len, default="frame_placement")
-        raise ValueError(f"{function!r} is a function of a frame: module.casadi({kind!r}, frame=...{', reference=...' if kinds[kind] else ''})")
+        raise ValueError(f"{function!r} is a function of a frame: module.casadi({spec.family!r}, frame=..."
+                         f"{', reference=...' if spec.reference else ''})")
     if spec is None:
         import difflib
-        choices = sorted(n for n, s in _TABLE.items() if not s.per_body) + sorted(kinds)
+        choices = sorted(n for n, s in _TABLE.items() if not s.per_body) + sorted(_FAMILIES)
         close = difflib.get_close_matches(str(function), choices, n=3)
         raise ValueError(f"{function!r} is not a function of this module"
                          f"{'; did you mean ' + ', '.join(map(repr, close)) + '?' if close else ''} "
@@ -609,8 +604,10 @@ def base_parameter_map():
 
 # ------------------------------------------------- what this module has, and its entry points ---
 
-_KINDS = {name[len("frame_"):-len(ref) - 1] for name in _NAMES for ref in _REFERENCES
-          if _TABLE[name].per_body and name.endswith("_" + ref)}
+# the public functions of a frame built, each with its default reference (None: it takes none)
+_FAMILIES = {spec.family: _META["functions"][name]["default_reference"] for name, spec in _TABLE.items()
+             if spec.per_body}
+_KINDS = {family[len("frame_"):] for family in _FAMILIES if _FAMILIES[family]}
 _CALL_TIME_CONTACTS = {"frame_jacobian_local_world_aligned", "frame_classical_acceleration_local_world_aligned",
                        "minv", "nle"} <= _NAMES
 # the public functions written above, each published when what it calls was built

@@ -23,13 +23,14 @@ import numpy as np
 from .. import __version__
 from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
-from ..algorithms.frames import placement_entries
+from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..errors import BuildError, CodegenError, ModelError
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
 from .compiler import GLUE_FLAGS, c_compiler, compile_flags, openmp_flags
-from . import functions as fn_table
+from ..table import functions as fn_table
+from ..table.functions import POINTS
 from .cprinter import sanitize_identifier
 from .compilation import generate_and_compile
 from .objects import BuildCache
@@ -89,9 +90,14 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
                    for f in frames},
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
-        "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]], "shape": d["shape"],
-                                  "parts": d["parts"], "scalar": d["scalar"], "per_body": d["per_body"],
-                                  "declared": d["declared"], "doc": d["doc"],
+        "references": list(REFERENCE_FRAMES),
+        "points": POINTS,
+        "functions": {d["name"]: {"inputs": [{"name": a["name"], "size": a["size"], "shared": not a["batched"],
+                                              "default": a["default"]} for a in d["inputs"]],
+                                  "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
+                                  "per_body": d["per_body"], "declared": d["declared"], "family": d["family"],
+                                  "reference": d["reference"], "default_reference": d["default_reference"],
+                                  "jacobians": d["jacobians"], "doc": d["doc"],
                                   "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
                                   **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
                       for d in datas},
@@ -180,7 +186,7 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
     declared, chosen = check_task_space(model, frames, contacts)
     specs = fn_table.select(algorithms, model, declared)
     if algorithms is None and model.massless_joints():
-        progress(f"left out forward dynamics and M^-1 ({', '.join(fn_table.NEED_INVERTIBLE_M)}): "
+        progress(f"left out forward dynamics and M^-1 ({', '.join((f.name for f in fn_table.FUNCTIONS if f.solves))}): "
                  f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
     if algorithms is None and model.full.nv > fn_table.COSTLY_MAX_NV:
         costly = [f.name for f in fn_table.FUNCTIONS if f.costly]

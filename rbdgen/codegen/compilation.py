@@ -19,7 +19,7 @@ import zlib
 import numpy
 
 from ..errors import BuildError
-from . import functions as fn_table
+from ..table import functions as fn_table
 from .cache import python_abi
 from .compiler import c_compiler
 from .objects import digest
@@ -31,15 +31,16 @@ SMALL_FUNCTION_OPERATIONS = 1500
 # served, those of contacts with the contacts declared; the others with neither.
 SHARED_FILES = {"state": 4, "frame": 2, "contact": 1}
 
-# Relative cost of generating and compiling each function, to schedule the big ones first
-# (seconds of compilation on Panda, tenths; the glue files, batch.c and casadi.c, about 1.5 s each)
-_COST = {"christoffel": 56, "aba_derivatives": 42, "rnea_derivatives": 17, "glue": 15, "regressor": 12,
-         "coriolis": 9, "base_regressor": 9, "aba_fext": 6, "aba": 5, "minv": 5, "fd_crba": 4, "centroidal_momentum": 4,
-         "rnea_fext": 3, "rnea": 3, "nle": 3, "crba": 3, "eom": 3, "minv_times": 3, "gravity_derivatives": 3,
-         "kinetic_energy": 2}
-# Any other function of states comes before the functions of a frame: the files it shares with
-# other small functions compile once all of them are there, beside the frames' generation.
-_COST_OF_STATE, _COST_OF_FRAME = 2, 1
+# Relative cost of generating and compiling a function (its table entry's `cost` where it has
+# one; the glue files, batch.c and casadi.c, about 1.5 s each on Panda), to schedule the big
+# ones first. Any other function of states comes before the functions of a frame: the files it
+# shares with other small functions compile once all of them are there, beside the frames'
+# generation.
+GLUE_COST, STATE_COST, FRAME_COST = 15, 2, 1
+
+
+def cost_of(spec):
+    return spec.cost or (FRAME_COST if spec.per_body else STATE_COST)
 
 
 def operations(datas):
@@ -49,15 +50,14 @@ def operations(datas):
 
 def shared_file(spec):
     """(kind, index) of the file a small function of `spec` shares."""
-    kind = "frame" if spec.per_body else "contact" if spec.name in fn_table.CONTACT_NAMES else "state"
-    return kind, zlib.crc32(spec.name.encode()) % SHARED_FILES[kind]
+    return spec.kind, zlib.crc32(spec.name.encode()) % SHARED_FILES[spec.kind]
 
 
 def program_key(fingerprint, spec, bodies, contacts):
     """What a function's program depends on: rbdgen's sources, the model, the module's name and
     CSE (`fingerprint`), the function, and the bodies with frames or the contacts it reads."""
     return digest(*fingerprint, spec.name, bodies if spec.per_body else None,
-                  [c.describe() for c in contacts] if spec.name in fn_table.CONTACT_NAMES else None)
+                  [c.describe() for c in contacts] if spec.kind == "contact" else None)
 
 
 def generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts, glue, store,
@@ -115,7 +115,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
             if obj is not None:
                 objects.append(obj)
                 store.keep_object(store.object_key([text, kernels], flags), obj)
-            elif not small and compile_or_reuse(source, [text, kernels], flags, "function", _COST.get(name, 1)):
+            elif not small and compile_or_reuse(source, [text, kernels], flags, "function", cost_of(by_name[name])):
                 progress(f"  {name}: object cached")
             spec_place = shared_file(by_name[name])
             if small:
@@ -131,11 +131,11 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
             with open(path, "w") as f:
                 f.write(text)
             shared[path] = names
-            if compile_or_reuse(path, [text, kernels] + [_read(sources[n]) for n in names], flags, "shared", _COST["glue"]):
+            if compile_or_reuse(path, [text, kernels] + [_read(sources[n]) for n in names], flags, "shared", GLUE_COST):
                 progress(f"  reused the object of {len(names)} small functions: {', '.join(names)}")
 
         for name, glue_flags in glue.items():
-            compile_or_reuse(os.path.join(work, name), [read(name)] + glue_includes, glue_flags, "glue", _COST["glue"])
+            compile_or_reuse(os.path.join(work, name), [read(name)] + glue_includes, glue_flags, "glue", GLUE_COST)
         for spec in specs:
             key = program_key(fingerprint, spec, bodies, contacts)
             cached = store.program(key)
@@ -146,8 +146,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                     f.write(text)
                 ready(data, source, None, None)
             else:
-                cost = _COST.get(spec.name, _COST_OF_FRAME if spec.per_body else _COST_OF_STATE)
-                jobs.append((cost, ("generate", key, spec.name), _generate_function,
+                jobs.append((cost_of(spec), ("generate", key, spec.name), _generate_function,
                              (model, module, spec.name, cse, work, flags, bodies, contacts)))
 
         def submit_jobs():

@@ -4,7 +4,7 @@ for a function with variants, the cheapest program that keeps its digits."""
 import numpy as np
 
 from ..algorithms.frames import placement_entries
-from . import functions as fn_table
+from ..table.functions import Variant
 from .optimize import optimize
 from .recorder import record
 
@@ -26,28 +26,28 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
 
     A function with variants (other algorithms for the same outputs) keeps the cheapest
     program (its operations; solves left to loops after it at their estimated cost,
-    codegen.solves) whose forward error, measured against extended precision on ACCURACY_STATES
+    algorithms.solves) whose forward error, measured against extended precision on ACCURACY_STATES
     seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
     table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
     and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
     a dict, receives what was measured and kept."""
-    inputs = [(name, fn_table.INPUT_SIZES[name](model)) for name in spec.inputs]
+    inputs = spec.input_sizes(model)
 
-    def program_of(function):
-        run = (lambda ops, *args: function(model, ops, body, *args)) if spec.per_body else \
-            (lambda ops, *args: function(model, ops, *args))
+    def program_of(variant):
+        run = (lambda ops, *args: variant.run(model, ops, body, *args)) if spec.per_body else \
+            (lambda ops, *args: variant.run(model, ops, *args))
         program = optimize(record(run, inputs, spec.output(model)), cse=cse)
         program.counts["cost"] = program.counts["operations"]
-        solve = getattr(function, "solve", None)
-        if solve is not None:
-            program.solve = solve(model).compacted(program.outputs)
+        if variant.solve is not None:
+            program.solve = variant.solve(model).compacted(program.outputs)
             program.counts["operations"] += program.solve.operations()
             program.counts["cost"] += program.solve.cost()
         return program
 
+    own = Variant(spec.run)
     variants = tuple(v for v in spec.variants if v.applies(model))
     if not variants:
-        return program_of(spec.run)
+        return program_of(own)
     from ..runtime.accuracy import Yardstick
     from ..runtime.verify import random_inputs
     from .evaluate import evaluate
@@ -56,14 +56,14 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
         dict({name: states[name] for name in spec.inputs if name != "placement"},
              placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
     yardstick = Yardstick(model, spec, states, body)
-    preferred = tuple(v for v in variants if getattr(v, "preferred", False))
-    others = tuple(v for v in variants if v not in preferred)
-    rounds = (preferred, (spec.run,) + others) if preferred else ((spec.run,) + variants,)
+    preferred = tuple(v for v in variants if v.preferred)
+    others = tuple(v for v in variants if not v.preferred)
+    rounds = (preferred, (own,) + others) if preferred else ((own,) + variants,)
     measured = []
-    for functions in rounds:
-        for function in functions:
-            program = program_of(function)
-            measured.append((function, program, yardstick.error(evaluate(program, states))))
+    for candidates in rounds:
+        for variant in candidates:
+            program = program_of(variant)
+            measured.append((variant, program, yardstick.error(evaluate(program, states))))
         accurate = [m for m in measured if m[2] <= yardstick.budget / SELECTION_MARGIN]
         if accurate:
             break
@@ -90,8 +90,8 @@ def describe_choice(name, choice):
             f"within {choice['budget']:.1e} / {SELECTION_MARGIN})" + (f"; also measured {'; '.join(others)}" if others else ""))
 
 
-def _algorithm_name(function, spec):
-    return spec.name if function is spec.run else function.__name__
+def _algorithm_name(variant, spec):
+    return spec.name if variant.run is spec.run else variant.name
 
 
 def _body_frame_placement(model, body):

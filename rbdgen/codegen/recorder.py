@@ -37,7 +37,7 @@ class Program:
     outputs: list
     output_shape: tuple
     counts: dict = field(default_factory=dict)
-    solve: object = None     # solves after the program, in loops (codegen.solves.FactorSolve)
+    solve: object = None     # solves after the program, in loops (algorithms.solves.FactorSolve)
 
 
 _symbol = Symbol

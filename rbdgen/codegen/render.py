@@ -8,6 +8,8 @@ from .. import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
+from ..table.functions import POINTS
+from ..table.inputs import INPUTS
 from .recorder import SinCos
 
 _ENV = jinja2.Environment(
@@ -22,7 +24,6 @@ def template(name):
 
 def signature(module, spec, model):
     """What the header and the wrapper need about a function, known before generating it."""
-    from .functions import INPUT_SIZES
     shape = tuple(spec.output(model))
     size = 1
     for d in shape:
@@ -43,9 +44,15 @@ def signature(module, spec, model):
         "doc": spec.doc.replace("*/", "* /"),
         # `batched`: a batch call advances it state by state (q, v, ...); the others
         # (a frame's placement) hold for every state of the batch
-        "inputs": [{"name": name, "size": INPUT_SIZES[name](model), "batched": name not in SHARED_INPUTS}
-                   for name in spec.inputs],
+        "inputs": [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default}
+                   for name, size in spec.input_sizes(model)],
+        "kind": spec.kind,
         "per_body": spec.per_body,
+        # a function of a frame: its public function, this program's reference frame, the default one
+        "family": spec.family, "reference": spec.reference, "default_reference": spec.default_reference,
+        # where its Jacobians come from (CasADi and JAX): the table's choices, "" for the only output
+        "jacobians": [{"" if output is None else output: {x: list(source) for x, source in blocks.items()}
+                       for output, blocks in choice.items()} for choice in spec.jacobians],
         "declared": spec.declared,
         # the generic C entry point (calls.c) takes it: vectors of states and numbers (dt) in,
         # one array, a float or a tuple of arrays (the parts) out
@@ -56,10 +63,6 @@ def signature(module, spec, model):
         "out_size": size,
         "scalar": spec.scalar,
     }
-
-
-# Inputs that are parameters of a call rather than states: one value for a whole batch.
-SHARED_INPUTS = ("placement", "damping", "restitution", "dt")
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function
@@ -253,36 +256,21 @@ def render_calls(module, header, functions, nq, nv, frames):
         if kinds else [], frame_kinds=kinds, point_kinds=points)
 
 
-# The reference frames of the frame functions (REFERENCE_FRAMES, in the order of calls.c's
-# reference_names), and the one each public function takes by default (as the wrapper's signatures).
-DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
-
-
 def frame_kinds(functions):
     """The public frame functions that get a direct entry point, from the per-body functions
     built: name, state inputs, the C function in each reference (None where not built), the
-    default reference, and the output (parts; frame_placement's are R and p)."""
+    default reference, and the output (parts)."""
     kinds = {}
     for fn in functions:
         if not fn["per_body"]:
             continue
-        reference = next((r for r in REFERENCE_FRAMES if fn["name"].endswith("_" + r)), None)
-        name = fn["name"][:-len(reference) - 1] if reference else fn["name"]
-        kind = kinds.setdefault(name, {
-            "name": name, "inputs": [a for a in fn["inputs"] if a["name"] != "placement"], "cnames": [None] * 3,
+        reference = fn["reference"]
+        kind = kinds.setdefault(fn["family"], {
+            "name": fn["family"], "inputs": [a for a in fn["inputs"] if a["name"] != "placement"], "cnames": [None] * 3,
             "takes_reference": reference is not None, "out_size": fn["out_size"],
-            "default": REFERENCE_FRAMES.index(DEFAULT_REFERENCE.get(name, "local")),
-            "parts": [[0, 9, [3, 3], "R"], [9, 12, [3], "p"]] if name == "frame_placement" else fn["entry_parts"]})
+            "default": REFERENCE_FRAMES.index(fn["default_reference"] or "local"), "parts": fn["entry_parts"]})
         kind["cnames"][REFERENCE_FRAMES.index(reference) if reference else 0] = fn["cname"]
     return list(kinds.values())
-
-
-# The public point functions and the local_world_aligned frame function each reads: the linear
-# rows of the frame quantity at the point (point_gamma: at zero acceleration, negated).
-POINT_SOURCES = {"point_jacobian": "frame_jacobian_local_world_aligned",
-                 "point_velocity": "frame_velocity_local_world_aligned",
-                 "point_acceleration": "frame_classical_acceleration_local_world_aligned",
-                 "point_gamma": "frame_classical_acceleration_local_world_aligned"}
 
 
 def point_kinds(functions):
@@ -290,7 +278,7 @@ def point_kinds(functions):
     inputs the public function takes, and the columns of the result."""
     by_name = {fn["name"]: fn for fn in functions}
     kinds = []
-    for name, source in POINT_SOURCES.items():
+    for name, source in POINTS.items():
         fn = by_name.get(source)
         if fn is None:
             continue
@@ -300,35 +288,6 @@ def point_kinds(functions):
                       "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 0})
     return kinds
 
-
-# The Jacobians of the CasADi functions, from the generated derivatives: per function, the
-# choices in order (the first whose functions are all built wins); a choice gives, per output
-# (None: the function's only one) and input, (derivative function, its part, first row of the
-# part, how the block is made). rnea_derivatives with a (or v and a) zero gives nle's and
-# gravity's; a frame's placement differentiates through its world-aligned Jacobian.
-def _blocks(source, **parts):
-    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
-
-
-_RIGID = ("qdd", "multipliers")
-CASADI_JACOBIANS = {
-    "rnea": ({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"), "v": ("rnea_derivatives", "dtau_dv", 0, "copy"),
-                     "a": ("crba", None, 0, "copy")}},),
-    "nle": (_blocks("rnea_derivatives", q="dtau_dq", v="dtau_dv"),),
-    "gravity": (_blocks("gravity_derivatives", q=None), _blocks("rnea_derivatives", q="dtau_dq")),
-    "aba": (_blocks("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
-    "fd_crba": (_blocks("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
-    "contact_dynamics": ({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
-                          "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
-                                          for x in ("q", "v", "tau")}},),
-    "frame_placement": ({"R": {"q": ("frame_jacobian_local_world_aligned", None, 3, "rotation")},
-                         "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},),
-}
-for _reference in REFERENCE_FRAMES:
-    CASADI_JACOBIANS[f"frame_velocity_{_reference}"] = (
-        _blocks(f"frame_velocity_derivatives_{_reference}", q="dv_dq", v="dv_dv"),)
-    CASADI_JACOBIANS[f"frame_acceleration_{_reference}"] = (
-        _blocks(f"frame_acceleration_derivatives_{_reference}", q="da_dq", v="da_dv", a="da_da"),)
 
 # Inputs the CasADi functions of the contacts hold at zero (rigid contacts: a Jacobian with
 # respect to the damping is not generated) and outputs they leave out (the pivots).
@@ -345,7 +304,7 @@ def casadi_symbol(module, name, frame=None):
 def render_casadi(module, header, api, functions, tangent_is_q, frames):
     """CasADi's external interface of every function: of states, of the declared contacts, and
     of each frame served (frames: [(name, body, placement entries)] in the module's order),
-    with Jacobians where CASADI_JACOBIANS finds the derivatives built (only when q is its own
+    with Jacobians where the table's `jacobians` finds the derivatives built (only when q is its own
     tangent space: with quaternions, d/dq of the derivative functions is not the derivative in
     q's coordinates)."""
     by_name = {fn["name"]: fn for fn in functions}
@@ -353,9 +312,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
     for fn in functions:
         names = [x["name"] for x in fn["inputs"] if x["name"] not in ("placement",) + CASADI_HELD]
         inputs = [{"name": x["name"], "sparsity": [x["size"], 1, 1]} for x in fn["inputs"] if x["name"] in names]
-        parts = [[0, 9, [3, 3], "R"], [9, 12, [3], "p"]] if fn["name"] == "frame_placement" else fn["entry_parts"]
-        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in parts if p[3] not in CASADI_DROPPED]
-        choice = next((c for c in CASADI_JACOBIANS.get(fn["name"], ()) if tangent_is_q and all(
+        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["entry_parts"]
+                   if p[3] not in CASADI_DROPPED]
+        choice = next((c for c in fn["jacobians"] if tangent_is_q and all(
             source in by_name for blocks in c.values() for source, *_ in blocks.values())), None)
         sources = []
 
@@ -370,9 +329,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         rotation_source = 0
         for o, output in enumerate(outputs):
             for i, n in enumerate(names):
-                if choice is None or n not in choice.get(None if len(outputs) == 1 else output["name"], {}):
+                if choice is None or n not in choice.get("" if len(outputs) == 1 else output["name"], {}):
                     continue
-                source, part, row, how = choice[None if len(outputs) == 1 else output["name"]][n]
+                source, part, row, how = choice["" if len(outputs) == 1 else output["name"]][n]
                 block_source[o][i] = source_index(source)
                 first = next(p[0] for p in by_name[source]["parts"] if p[3] == part) if part else 0
                 block_start[o][i] = first + row * inputs[i]["sparsity"][0]

@@ -39,11 +39,6 @@ def budget(reference_error, kappa=1.0):
     return max(FACTOR * reference_error, FLOOR, EPS * kappa)
 
 
-# The functions whose outputs come from solving with M (or with the contacts' G M^-1 G^T).
-SOLVES = ("aba", "aba_fext", "minv", "minv_times", "fd_crba", "aba_derivatives", "contact_dynamics",
-          "impulse_dynamics", "contact_inertia", "contact_dynamics_derivatives")
-
-
 class ExtendedOps:
     """The `ops` the algorithms receive for the truth: `let` is the identity, sin and cos
     are mpmath's at the working precision."""

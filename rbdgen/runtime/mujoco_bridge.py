@@ -114,7 +114,7 @@ def against_mujoco(path, functions, states=3, seed=0):
     """{function: worst error relative to MuJoCo's largest entry} over random states; functions
     maps names of COMPARED to callables (q, v, a, tau) of the side under test."""
     import warnings
-    from .states import random_state
+    from ..model.states import random_state
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # what the MJCF leaves out
         model = load_model(path)

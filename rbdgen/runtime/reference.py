@@ -8,7 +8,7 @@ rbdgen.algorithms.mimic, as the generator calls them: in the model's own coordin
 has mimic joints.
 
 The functions of states are made from the function table that generates the C
-(rbdgen.codegen.functions): the same inputs, algorithm, shapes and documentation. Written
+(rbdgen.table.functions): the same inputs, algorithm, shapes and documentation. Written
 here are what a module assembles around its C: frames and points by name, contacts chosen
 at call time, and rnea and aba with per-body f_ext.
 """
@@ -23,7 +23,8 @@ from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
 from ..bindings import conventions as _conventions
-from ..codegen import functions as _table
+from ..table import functions as _table
+from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
 
 
@@ -92,14 +93,14 @@ _DEFAULTS = {"dt": 1.0, "damping": 0.0}
 
 
 def _from_table(spec):
-    """The reference's function for a function of states of the table (rbdgen.codegen.functions):
+    """The reference's function for a function of states of the table (rbdgen.table.functions):
     the same inputs (one state, or a batch with a leading B), the table's algorithm run on
     numbers, the result in the generated module's shapes: a float for a scalar, a tuple of
     arrays for a result with parts."""
     def evaluate(model, *arrays):
         x = _Inputs()
         args = [[_one_number(value, name)] if name in _DEFAULTS or name == "restitution"
-                else x.vector(value, _table.INPUT_SIZES[name](model), name) for name, value in zip(spec.inputs, arrays)]
+                else x.vector(value, _INPUTS[name].size(model), name) for name, value in zip(spec.inputs, arrays)]
         values = x.output(spec.run(model, OPS, *args))
         lead = () if x.batch is None else (x.batch,)
         values = values.reshape(lead + tuple(spec.output(model)))
@@ -324,9 +325,5 @@ def parameters(model):
 
 def base_parameters(model):
     """The model's BaseParameters (columns of the base regressor, K with beta = K pi), from
-    seeded random states; computed once per model."""
-    found = model.__dict__.get("_base_parameters")
-    if found is None:
-        found = _regressor.base_parameters(model, lambda q, v, a: regressor(model, q, v, a))
-        model.__dict__["_base_parameters"] = found
-    return found
+    seeded random states."""
+    return _regressor.base_parameters(model)

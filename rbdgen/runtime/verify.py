@@ -23,17 +23,16 @@ import functools
 import numpy as np
 
 from ..algorithms import constrained
-from ..algorithms.frames import placement_entries
-from ..codegen import functions as fn_table
-from ..codegen.render import SHARED_INPUTS
+from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
+from ..table import functions as fn_table
+from ..table.inputs import INPUTS, VERIFY_DAMPING
 from . import reference
-from .accuracy import EPS, FLOOR, SOLVES, budget, double_values, extended_values, forward_errors, part_slices
-from .states import random_state
+from ..model.states import random_state
+from .accuracy import EPS, FLOOR, budget, double_values, extended_values, forward_errors, part_slices
 
 SINGLE_CALLS = 2       # states also called one at a time (the direct C entry points)
 _GLUE_FRAMES = 4       # frames checked per state for placements and Jacobians
-_REFERENCES = ("local", "world", "local_world_aligned")
-_DAMPING = 1e-2
+
 
 
 def _relative_error(actual, expected):
@@ -46,13 +45,15 @@ def _relative_error(actual, expected):
 
 
 def random_inputs(model, rng, batch):
-    """Arrays of shape (batch, size) for every input name a generated function can take."""
-    q, v, a = random_state(model, rng, batch)
-    return {"q": q, "v": v, "a": a, "tau": rng.normal(size=(batch, model.nv)),
-            "fext": rng.normal(size=(batch, 6 * model.nbodies)),
-            # damped: declared contacts that happen to be redundant still give numbers to compare
-            "damping": np.full((batch, 1), _DAMPING), "restitution": np.full((batch, 1), 0.5),
-            "q1": random_state(model, rng, batch)[0], "dt": np.full((batch, 1), 0.37)}
+    """Arrays of shape (batch, size) for every input a generated function can take, each drawn
+    by its row of the input table (one random state serves q, v and a)."""
+    drawn = []
+
+    def draw(k):
+        while len(drawn) <= k:
+            drawn.append(random_state(model, rng, batch))
+        return drawn[k]
+    return {name: row.sample(model, rng, batch, draw) for name, row in INPUTS.items() if row.sample}
 
 
 def reference_values(model, spec, inputs, body=None):
@@ -103,7 +104,7 @@ def generated_checks(module, model, inputs, rng):
                 yield from _calls(name, function, args, model, spec, batch, frame.body)
         else:
             function = getattr(module, ("_declared_" if spec.declared else "") + name)
-            args = [inputs[arg][0] if arg in SHARED_INPUTS else inputs[arg] for arg in spec.inputs]
+            args = [inputs[arg][0] if INPUTS[arg].shared else inputs[arg] for arg in spec.inputs]
             yield from _calls(name, function, args, model, spec, inputs)
 
 
@@ -117,11 +118,11 @@ def _calls(name, function, args, model, spec, inputs, body=None):
         return extended_values(model, spec, states, [offset + k for k in indices], body)
 
     def condition(indices, offset=0):
-        if spec.name not in SOLVES:
+        if not spec.solves:
             return 1.0
         return max(float(np.linalg.cond(reference.crba(model, states["q"][offset + k]))) for k in indices)
     yield Check(name, _flat(function(*args), expected.shape), expected, parts, truth, condition)
-    shared = [arg in SHARED_INPUTS for arg in spec.inputs]
+    shared = [INPUTS[arg].shared for arg in spec.inputs]
     for k in range(min(SINGLE_CALLS, expected.shape[0])):
         single = function(*[x if s else x[k] for x, s in zip(args, shared)])
         yield Check(name, _flat(single, expected.shape[1:])[None], expected[k:k + 1], parts,
@@ -149,7 +150,7 @@ def task_space_checks(module, model, inputs, rng):
         if "frame_placement" in have:
             (R, p), (R_ref, p_ref) = module.frame_placement(q, frame.name), reference.frame_placement(model, q, frame)
             yield one("frame_placement", np.concatenate([np.ravel(R), p]), np.concatenate([np.ravel(R_ref), p_ref]))
-        for ref in _REFERENCES:
+        for ref in REFERENCE_FRAMES:
             if f"frame_jacobian_{ref}" in module.operation_counts:
                 yield one("frame_jacobian", module.frame_jacobian(q, frame.name, ref),
                           reference.frame_jacobian(model, q, frame, ref))
@@ -165,11 +166,11 @@ def task_space_checks(module, model, inputs, rng):
         contacts = [(max(moving, key=lambda f: len(model.support(f.body))).name, point, None)]
         kappa = _contact_condition(model, q, contacts)
         yield one("contact_dynamics (call-time contacts)",
-                  np.concatenate(module.contact_dynamics(q, v, tau, contacts, damping=_DAMPING)),
-                  np.concatenate(reference.contact_dynamics(model, q, v, tau, contacts, damping=_DAMPING)), kappa)
+                  np.concatenate(module.contact_dynamics(q, v, tau, contacts, damping=VERIFY_DAMPING)),
+                  np.concatenate(reference.contact_dynamics(model, q, v, tau, contacts, damping=VERIFY_DAMPING)), kappa)
         yield one("impulse_dynamics (call-time contacts)",
-                  np.concatenate(module.impulse_dynamics(q, v, contacts, 0.5, damping=_DAMPING)),
-                  np.concatenate(reference.impulse_dynamics(model, q, v, contacts, 0.5, damping=_DAMPING)), kappa)
+                  np.concatenate(module.impulse_dynamics(q, v, contacts, 0.5, damping=VERIFY_DAMPING)),
+                  np.concatenate(reference.impulse_dynamics(model, q, v, contacts, 0.5, damping=VERIFY_DAMPING)), kappa)
         yield one("contact_inertia (call-time contacts)", module.contact_inertia(q, contacts),
                   reference.contact_inertia(model, q, contacts), kappa)
 
@@ -180,7 +181,7 @@ def _contact_condition(model, q, contacts):
     near 1 / damping even where M is the identity (iris: rotors)."""
     delassus = reference.contact_inertia(model, q, contacts)
     return float(np.linalg.cond(reference.crba(model, q)) *
-                 np.linalg.cond(delassus + _DAMPING * np.eye(len(delassus))))
+                 np.linalg.cond(delassus + VERIFY_DAMPING * np.eye(len(delassus))))
 
 
 def judge(check, close=FLOOR):

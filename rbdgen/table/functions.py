@@ -1,0 +1,445 @@
+"""What a generated module contains: one entry per C function, holding every fact about it.
+
+Each entry names its inputs (rows of rbdgen.table.inputs), its output shape and parts, how to
+run the shared algorithm on symbols and its variants, which derivative functions give its
+Jacobians (CasADi and JAX), and its Pinocchio counterpart (verification, rbdgen bench and the
+benchmarks). The generated package's binding is built from the same table (through
+model.json), so the two cannot disagree. Every entry runs through rbdgen.algorithms.mimic,
+which is the algorithm itself for a model without mimic joints and maps it to the model's own
+coordinates otherwise; sizes are the model's (nq, nv).
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, minv, regressor, rnea_derivatives
+from ..algorithms.frames import REFERENCE_FRAMES
+from ..algorithms.solves import Block, FactorSolve
+from ..errors import CodegenError
+from ..spatial import forces_from_rows
+from .inputs import INPUTS
+
+
+def _always(model):
+    return True
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another algorithm for a function's outputs. The generator records every variant that
+    `applies` to the model and keeps the cheapest program within the accuracy budget (only the
+    `preferred` ones, if one of them keeps its digits). `solve(model)`: the solves with M's
+    factors its program leaves to a loop after it (algorithms.solves.FactorSolve)."""
+    run: Callable
+    applies: Callable = _always
+    preferred: bool = False
+    solve: Callable = None
+
+    @property
+    def name(self):
+        return self.run.__name__
+
+
+@dataclass(frozen=True)
+class Counterpart:
+    """Pinocchio's function for the same quantity: its Python call with the arguments after
+    (model, data), and the line of the C++ yardstick pin_bench that times it (None: not timed)."""
+    call: str
+    inputs: tuple
+    bench: str = None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    inputs: tuple            # argument names, each a row of INPUTS
+    output: Callable         # model -> output shape
+    run: Callable            # (model, ops, *inputs) -> nested list of scalars
+    doc: str
+    scalar: bool = False     # the wrapper returns a float (energies)
+    costly: bool = False     # output grows as nv^3: left out of default builds of big robots
+    kind: str = "state"      # "state"; "frame": run(model, ops, body, *inputs), one program per body,
+                             # public as `family` by frame name and reference; "contact": of the
+                             # contacts declared at build time
+    parts: Callable = None   # model -> ((name, shape), ...): the flat output is returned as these arrays
+    declared: bool = False   # the public function also takes call-time contacts, so the generated
+                             # one is private (_declared_<name>)
+    default: bool = True     # in a build that names no functions
+    variants: tuple = ()     # Variant rows: other algorithms for the same outputs
+    solves: bool = False     # its outputs solve with M (or G M^-1 G^T): needs an invertible M, and
+                             # verification grants it eps cond(M)
+    cost: int = None         # relative cost of generating and compiling it (tenths of a second on
+                             # Panda), to schedule the big ones first; None: a small one
+    jacobians: tuple = ()    # where its Jacobians come from: choices in order (the first whose
+                             # functions are all built wins); a choice maps each output (None: the
+                             # only one) and input to (derivative function, its part, first row of
+                             # the part, "copy" or "rotation"); an input the source does not take is 0
+    pinocchio: Counterpart = None
+    family: str = None       # a function of a frame: the public function (frame_jacobian)
+    reference: str = None    # ... and the reference frame of this program (None: it takes none)
+    default_reference: str = None
+
+    @property
+    def per_body(self):
+        return self.kind == "frame"
+
+    def input_sizes(self, model):
+        return [(name, INPUTS[name].size(model)) for name in self.inputs]
+
+
+def _solved_after(function, blocks, factors, applies=_always, preferred=False):
+    """`function` as a variant whose program leaves solves with M's factors to a loop after it
+    (algorithms.solves): `solve(model)` says which output blocks, and where the factors are."""
+    return Variant(function, applies, preferred,
+                   lambda model: FactorSolve(tuple(mimic.elimination_parents(model)), factors(model),
+                                             tuple(blocks(model))))
+
+
+def _analytic(function, **solve):
+    """The analytical derivatives of inverse dynamics (algorithms.rnea_derivatives) where every
+    joint's motion subspace is fixed in its body; preferred: fewer operations than forward mode
+    on every robot measured (UR5 2 998 against 3 535, Panda 6 752 against 12 338, Talos 35 729
+    against 85 502), so forward mode is not recorded beside them."""
+    if solve:
+        return _solved_after(function, solve["blocks"], solve["factors"], rnea_derivatives.applies, True)
+    return Variant(function, rnea_derivatives.applies, True)
+
+
+# aba_derivatives' three blocks: -M^-1 d rnea / dq, -M^-1 d rnea / dv, and M^-1 where the
+# program left the factors
+_ABA_DERIVATIVE_BLOCKS = dict(
+    blocks=lambda m: (Block(0, -1), Block(m.nv * m.nv, -1), Block(2 * m.nv * m.nv, 1, True)),
+    factors=lambda m: ((2 * m.nv * m.nv, m.nv * m.nv),))
+
+
+def contact_derivatives_factored(contacts, rows):
+    """contact_dynamics_derivatives' variant whose KKT solves run after the program: the
+    blocks d/dq, d/dv and d/dtau, each q-ddot's n x n with the multipliers' rows x n as its
+    head; the factors of the KKT matrix in the d/dtau block (the identity's)."""
+    def contact_dynamics_derivatives_factored(model, ops, q, v, tau, d):
+        return derivatives.contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, d)
+
+    def solve(model):
+        n = model.nv
+        head = 3 * n * n
+        blocks = tuple(Block(k * n * n, 1 if k == 2 else -1, k == 2, head + k * rows * n) for k in range(3))
+        return FactorSolve(tuple(derivatives.kkt_parents(mimic.elimination_parents(model), rows)),
+                           ((2 * n * n, n * n), (head + 2 * rows * n, rows * n)), blocks, rows)
+
+    return Variant(contact_dynamics_derivatives_factored, lambda model: solve(model).fits(), solve=solve)
+
+
+def _copied(source, **parts):
+    """A Jacobian choice: each input's block is the part of `source` named."""
+    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
+
+
+def _fext(model, flat):
+    return forces_from_rows([flat[6 * i:6 * i + 6] for i in range(model.nbodies)])
+
+
+def _placements(model, ops, q):
+    rows = []
+    for X in mimic.body_placements(model, ops, q):
+        R, p = kinematics.placement_as_rotation_translation(X)
+        rows.append([x for row in R for x in row] + p)
+    return rows
+
+
+FUNCTIONS = [
+    FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), mimic.rnea,
+                 "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA, seed 000 Algorithm 1).", cost=3,
+                 jacobians=({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"),
+                                    "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy")}},),
+                 pinocchio=Counterpart("rnea", ("q", "v", "a"), "rnea")),
+    FunctionSpec("rnea_fext", ("q", "v", "a", "fext"), lambda m: (m.nv,),
+                 lambda m, ops, q, v, a, f: mimic.rnea(m, ops, q, v, a, _fext(m, f)),
+                 "Inverse dynamics with external forces: tau = M a + C v + g - sum_i J_i^T f_i.", cost=3),
+    FunctionSpec("nle", ("q", "v"), lambda m: (m.nv,), mimic.nle,
+                 "Nonlinear effects C(q, v) v + g(q).", cost=3,
+                 jacobians=(_copied("nle_derivatives", q="dnle_dq", v="dnle_dv"),
+                            _copied("rnea_derivatives", q="dtau_dq", v="dtau_dv")),
+                 pinocchio=Counterpart("nonLinearEffects", ("q", "v"), "nle")),
+    FunctionSpec("gravity", ("q",), lambda m: (m.nv,), mimic.gravity,
+                 "Generalized gravity g(q).",
+                 jacobians=(_copied("gravity_derivatives", q=None), _copied("rnea_derivatives", q="dtau_dq")),
+                 pinocchio=Counterpart("computeGeneralizedGravity", ("q",))),
+    FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), mimic.crba,
+                 "Joint-space inertia matrix M(q), full and symmetric (CRBA, seed 000 Algorithm 2).", cost=3,
+                 pinocchio=Counterpart("crba", ("q",), "crba")),
+    FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
+                 "Forward dynamics a = M^-1 (tau - C v - g) (ABA, seed 000 Algorithm 3).", solves=True, cost=5,
+                 jacobians=(_copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
+                 pinocchio=Counterpart("aba", ("q", "v", "tau"), "aba")),
+    FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
+                 lambda m, ops, q, v, t, f: mimic.aba(m, ops, q, v, t, _fext(m, f)),
+                 "Forward dynamics with external forces: a = M^-1 (tau - C v - g + sum_i J_i^T f_i).",
+                 solves=True, cost=6),
+    FunctionSpec("placements", ("q",), lambda m: (m.nbodies, 12), _placements,
+                 "Every body's placement: rotation (row-major, body -> world) and origin."),
+    FunctionSpec("jacobians", ("q",), lambda m: (6, m.full.nv),
+                 lambda m, ops, q: mimic.joint_jacobians(m, ops, q)[0],
+                 "Every joint axis in world coordinates at the world origin, rows [linear; angular] "
+                 "(mimic joints too: 6 x nv of the tree, as Pinocchio's data.J).",
+                 pinocchio=Counterpart("computeJointJacobians", ("q",), "jacobians")),
+    FunctionSpec("body_motion", ("q", "v", "a"), lambda m: (m.nbodies, 12), mimic.body_motion,
+                 "Every body's [w, v_O, w-dot, a_O] in body coordinates, without gravity."),
+    FunctionSpec("com", ("q",), lambda m: (3,), mimic.com, "Centre of mass in world coordinates."),
+    FunctionSpec("kinetic_energy", ("q", "v"), lambda m: (1,), mimic.kinetic_energy,
+                 "Kinetic energy v^T M(q) v / 2.", scalar=True, cost=2),
+    FunctionSpec("passive_torque", ("v",), lambda m: (m.nv,), mimic.passive_torque,
+                 "Passive joint torque -D v of the joints' viscous damping (URDF <dynamics damping>, MJCF "
+                 "damping; MuJoCo's qfrc_passive without springs): add it to tau for damped dynamics, as "
+                 "aba(q, v, tau, passive=True) does."),
+    FunctionSpec("potential_energy", ("q",), lambda m: (1,), mimic.potential_energy,
+                 "Potential energy -m g . c.", scalar=True),
+    FunctionSpec("coriolis", ("q", "v"), lambda m: (m.nv, m.nv), mimic.coriolis,
+                 "Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1).",
+                 cost=9, pinocchio=Counterpart("computeCoriolisMatrix", ("q", "v"), "coriolis")),
+    FunctionSpec("christoffel", ("q",), lambda m: (m.nv, m.nv, m.nv), mimic.christoffel,
+                 "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k].",
+                 costly=True, cost=56),
+    FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
+                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).", solves=True, cost=5,
+                 variants=(Variant(minv.minv_in_fixed_frame, lambda model: not model.has_mimic),
+                           _solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: ((0, m.nv * m.nv),))),
+                 pinocchio=Counterpart("computeMinverse", ("q",), "minv")),
+    FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), mimic.minv_times,
+                 "M(q)^-1 tau in O(n).", solves=True, cost=3),
+    FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.fd_crba,
+                 "Forward dynamics through CRBA and a sparse L^T D L factorization of M.", solves=True, cost=4,
+                 jacobians=(_copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),)),
+    FunctionSpec("com_velocity", ("q", "v"), lambda m: (3,), mimic.com_velocity,
+                 "Velocity of the centre of mass."),
+    FunctionSpec("spatial_momentum", ("q", "v"), lambda m: (6,), mimic.spatial_momentum,
+                 "Spatial momentum [linear; angular] about the world origin, world axes."),
+    FunctionSpec("centroidal_momentum", ("q", "v"), lambda m: (6,), mimic.centroidal_momentum,
+                 "Centroidal momentum h_G = [linear; angular about the centre of mass].", cost=4),
+    FunctionSpec("centroidal_map", ("q",), lambda m: (6, m.nv), mimic.centroidal_map,
+                 "Centroidal momentum matrix A_G, A_G v = h_G.",
+                 # ccrba computes A_G and needs v for h_G
+                 pinocchio=Counterpart("ccrba", ("q", "v"), "ccrba")),
+]
+
+
+# The reference frame each public function of a frame takes by default (the others: local).
+_DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
+
+
+def _of_frame(family, inputs, output, run, doc, reference=None, **facts):
+    """A function of a frame: one program per body that carries frames, the frame's placement
+    on the body its last input; public as `family` (with `reference`, one of three programs)."""
+    name = f"{family}_{reference}" if reference else family
+    return FunctionSpec(name, inputs + ("placement",), output, run, doc, kind="frame", family=family,
+                        reference=reference,
+                        default_reference=_DEFAULT_REFERENCE.get(family, "local") if reference else None, **facts)
+
+
+def _frame_functions():
+    """Functions of a frame, one program per body (its placement on the body is an input):
+    the placement, and the Jacobian, velocity, spatial and classical acceleration in each of
+    Pinocchio's three reference frames."""
+    specs = [_of_frame("frame_placement", ("q",), lambda m: (12,), _frame_run(mimic.frame_placement),
+                       "A frame's rotation (row-major, frame -> world) and origin.",
+                       parts=lambda m: (("R", (3, 3)), ("p", (3,))),
+                       jacobians=({"R": {"q": ("frame_jacobian_local_world_aligned", None, 3, "rotation")},
+                                   "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},))]
+    for reference in REFERENCE_FRAMES:
+        specs += [
+            _of_frame("frame_jacobian", ("q",), lambda m: (6, m.nv), _frame_run(mimic.frame_jacobian_of_body, reference),
+                      f"A frame's Jacobian in {reference} coordinates, rows [linear; angular].", reference),
+            _of_frame("frame_velocity", ("q", "v"), lambda m: (6,), _frame_run(mimic.frame_velocity, reference),
+                      f"A frame's spatial velocity in {reference} coordinates, [linear; angular].", reference,
+                      jacobians=(_copied(f"frame_velocity_derivatives_{reference}", q="dv_dq", v="dv_dv"),)),
+            _of_frame("frame_acceleration", ("q", "v", "a"), lambda m: (6,), _frame_run(mimic.frame_acceleration, reference),
+                      f"A frame's spatial acceleration in {reference} coordinates, [linear; angular].", reference,
+                      jacobians=(_copied(f"frame_acceleration_derivatives_{reference}", q="da_dq", v="da_dv", a="da_da"),)),
+            _of_frame("frame_classical_acceleration", ("q", "v", "a"), lambda m: (6,),
+                      _frame_run(mimic.frame_acceleration, reference, True),
+                      f"The classical acceleration of a frame's origin in {reference} coordinates.", reference),
+            # built when named: getFrameJacobianTimeVariation, getFrameVelocityDerivatives,
+            # getFrameAccelerationDerivatives
+            _of_frame("frame_jacobian_time_variation", ("q", "v"), lambda m: (6, m.nv),
+                      _frame_run(derivatives.frame_jacobian_time_variation, reference),
+                      f"dJ/dt of a frame's Jacobian in {reference} coordinates as q moves along v, rows "
+                      "[linear; angular].", reference, default=False),
+            _of_frame("frame_velocity_derivatives", ("q", "v"), lambda m: (12 * m.nv,),
+                      _frame_derivatives(mimic.frame_velocity, reference, ("q", "v")),
+                      f"d/dq and d/dv of a frame's spatial velocity in {reference} coordinates.", reference,
+                      parts=_six_by_nv("dv_dq", "dv_dv"), default=False),
+            _of_frame("frame_acceleration_derivatives", ("q", "v", "a"), lambda m: (18 * m.nv,),
+                      _frame_derivatives(mimic.frame_acceleration, reference, ("q", "v", "a")),
+                      f"d/dq, d/dv and d/da of a frame's spatial acceleration in {reference} coordinates.", reference,
+                      parts=_six_by_nv("da_dq", "da_dv", "da_da"), default=False),
+        ]
+    return specs
+
+
+def _six_by_nv(*names):
+    return lambda m: tuple((name, (6, m.nv)) for name in names)
+
+
+def _frame_derivatives(function, reference, wrt):
+    """The derivatives of a function of a frame with respect to its states `wrt` (forward mode)."""
+    def run(model, ops, body, *inputs):
+        *states, placement = inputs
+        return derivatives.derivatives_of(
+            model, ops, lambda m, o, *x: function(m, o, body, placement, *x, reference), list(zip(wrt, states)), wrt)
+    return run
+
+
+def _frame_run(function, *extra):
+    """run(model, ops, body, *states, placement) -> function(model, ops, body, placement,
+    *states, *extra): the spec's inputs end with the placement, the algorithms take it first."""
+    def run(model, ops, body, *inputs):
+        *states, placement = inputs
+        return function(model, ops, body, placement, *states, *extra)
+    return run
+
+
+FUNCTIONS += _frame_functions()
+
+
+def _square_parts(*names):
+    return lambda m: tuple((name, (m.nv, m.nv)) for name in names)
+
+
+FUNCTIONS += [
+    FunctionSpec("rnea_derivatives", ("q", "v", "a"), lambda m: (2 * m.nv * m.nv,), derivatives.rnea_derivatives,
+                 "d tau / dq and d tau / dv (q in the tangent space, as Pinocchio's computeRNEADerivatives).",
+                 parts=_square_parts("dtau_dq", "dtau_dv"), costly=True, cost=17,
+                 variants=(_analytic(rnea_derivatives.analytic_rnea_derivatives),)),
+    FunctionSpec("aba_derivatives", ("q", "v", "tau"), lambda m: (3 * m.nv * m.nv,), derivatives.aba_derivatives,
+                 "d qdd / dq, d qdd / dv and d qdd / d tau = M^-1 (Pinocchio's computeABADerivatives).",
+                 parts=_square_parts("ddq_dq", "ddq_dv", "ddq_dtau"), costly=True, solves=True, cost=42,
+                 variants=(_analytic(rnea_derivatives.analytic_aba_derivatives),
+                           _analytic(rnea_derivatives.analytic_aba_derivatives_factored, **_ABA_DERIVATIVE_BLOCKS),
+                           _solved_after(derivatives.aba_derivatives_factored, **_ABA_DERIVATIVE_BLOCKS))),
+    # rnea_derivatives(q, v, 0) gives the same: built when named
+    FunctionSpec("nle_derivatives", ("q", "v"), lambda m: (2 * m.nv * m.nv,), derivatives.nle_derivatives,
+                 "d nle / dq and d nle / dv.", parts=_square_parts("dnle_dq", "dnle_dv"), default=False,
+                 variants=(_analytic(rnea_derivatives.analytic_nle_derivatives),)),
+    FunctionSpec("integrate", ("q", "v", "dt"), lambda m: (m.nq,), configuration.integrate,
+                 "q (+) v dt: the configuration reached from q by the constant velocity v in time dt "
+                 "(Pinocchio's integrate; quaternions on the group)."),
+    FunctionSpec("difference", ("q", "q1"), lambda m: (m.nv,), configuration.difference,
+                 "The velocity that reaches q1 from q in unit time: integrate(q, difference(q, q1), 1) = q1 "
+                 "(Pinocchio's difference)."),
+    FunctionSpec("regressor", ("q", "v", "a"), lambda m: (m.nv, regressor.PER_BODY * m.full.nbodies),
+                 regressor.regressor,
+                 "The inertial-parameter regressor Y: Y pi = rnea(q, v, a), pi = parameters() "
+                 "(Pinocchio's computeJointTorqueRegressor).", cost=12),
+    FunctionSpec("base_regressor", ("q", "v", "a"), lambda m: (m.nv, len(regressor.base_parameters(m).columns)),
+                 regressor.base_regressor,
+                 "The regressor's base columns Y_b: Y_b beta = rnea(q, v, a), beta = base_parameters().", cost=9),
+    FunctionSpec("gravity_derivatives", ("q",), lambda m: (m.nv, m.nv), derivatives.gravity_derivatives,
+                 "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives).", cost=3,
+                 variants=(_analytic(rnea_derivatives.analytic_gravity_derivatives),)),
+]
+FUNCTIONS.append(FunctionSpec(
+    "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
+    "The equation of motion's terms (M, nle) in one program: the kinematics is computed once.", cost=3,
+    parts=lambda m: (("M", (m.nv, m.nv)), ("nle", (m.nv,)))))
+
+BY_NAME = {f.name: f for f in FUNCTIONS}
+
+
+def contact_functions(contacts):
+    """The functions of the contacts declared at build time (rbdgen.algorithms.constrained):
+    their Jacobian G and drift gamma, dynamics, impacts, contact-space inertia, and the
+    equation of motion with them, each one straight-line program."""
+    contacts = tuple(contacts)
+    m = sum(c.rows for c in contacts)
+    outcome = lambda first: lambda model: ((first, (model.nv,)), ("multipliers", (m,)), ("pivots", (m,)))
+    return [
+        FunctionSpec("contact_jacobian", ("q",), lambda model: (m, model.nv),
+                     lambda model, ops, q: constrained.constraint_rows(model, ops, contacts, q),
+                     "The declared contacts' Jacobian G, rows in each contact frame's axes.", kind="contact"),
+        FunctionSpec("contact_gamma", ("q", "v"), lambda model: (m,),
+                     lambda model, ops, q, v: constrained.constraint_drift(model, ops, contacts, q, v),
+                     "gamma = -G-dot v of the declared contacts: G q-ddot = gamma keeps them still.", kind="contact"),
+        FunctionSpec("contact_dynamics", ("q", "v", "tau", "damping"), lambda model: (model.nv + 2 * m,),
+                     lambda model, ops, q, v, tau, d: constrained.contact_dynamics(model, ops, contacts, q, v, tau, d),
+                     "Forward dynamics with the declared contacts held (seed 000 eq. 7): q-ddot, multipliers, "
+                     "and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
+                     parts=outcome("qdd"), declared=True, kind="contact", solves=True,
+                     jacobians=({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
+                                 "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
+                                                 for x in ("q", "v", "tau")}},)),
+        FunctionSpec("contact_dynamics_derivatives", ("q", "v", "tau", "damping"), lambda model: (3 * (model.nv + m) * model.nv,),
+                     lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, d),
+                     "d/dq, d/dv and d/dtau of contact_dynamics' q-ddot and multipliers "
+                     "(Pinocchio's computeConstraintDynamicsDerivatives).",
+                     parts=lambda model: _contact_derivative_parts(model, m), default=False, kind="contact", solves=True,
+                     variants=(contact_derivatives_factored(contacts, m),)),
+        FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
+                     lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
+                     "Velocity after an impact on the declared contacts (seed 000 eq. 10): v+, impulses, pivots.",
+                     parts=outcome("v_plus"), declared=True, kind="contact", solves=True),
+        FunctionSpec("contact_inertia", ("q",), lambda model: (m, m),
+                     lambda model, ops, q: constrained.contact_inertia(model, ops, contacts, q),
+                     "The declared contacts' inverse inertia G M^-1 G^T.", declared=True, kind="contact", solves=True),
+        FunctionSpec("contact_eom", ("q", "v"), lambda model: (model.nv * model.nv + model.nv + m * model.nv + m,),
+                     lambda model, ops, q, v: constrained.contact_eom(model, ops, contacts, q, v),
+                     "M, nle, G and gamma of the declared contacts in one program.", kind="contact",
+                     parts=lambda model: (("M", (model.nv, model.nv)), ("nle", (model.nv,)), ("G", (m, model.nv)),
+                                          ("gamma", (m,)))),
+    ]
+
+
+def _contact_derivative_parts(model, m):
+    n = model.nv
+    return tuple((f"ddq_d{x}", (n, n)) for x in ("q", "v", "tau")) + \
+        tuple((f"dlambda_d{x}", (m, n)) for x in ("q", "v", "tau"))
+
+
+def lookup(name, contacts=()):
+    """The spec of a function a module may have (those of contacts need the contacts)."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    return {spec.name: spec for spec in contact_functions(contacts)}[name]
+
+
+DEFAULT = tuple(f.name for f in FUNCTIONS)
+# The functions of declared contacts, by name (their specs depend on the contacts)
+CONTACT_NAMES = tuple(spec.name for spec in contact_functions(()))
+# Above this many velocity coordinates a default build leaves the costly functions out:
+# Talos' (nv = 38) Christoffel symbols alone are 200 000 operations and 90 s of symbolic work.
+COSTLY_MAX_NV = 24
+
+
+def select(names=None, model=None, contacts=()):
+    """The specs for `names` (the defaults for `model` when None); unknown names raise a
+    one-line error. With declared contacts, their functions are among the defaults.
+
+    By default, the functions that solve with M are left out of a model whose M is singular (a
+    joint that moves no mass: there is nothing finite to compute), and the costly functions out
+    of a model whose tree has more than COSTLY_MAX_NV velocity coordinates. Naming them builds them.
+    """
+    table = FUNCTIONS + (contact_functions(contacts) if contacts else [])
+    singular = model is not None and model.massless_joints()
+    if names is None:
+        big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
+        return [f for f in table if f.default and not (singular and f.solves) and not (big and f.costly)]
+    known = [f.name for f in table]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else ""
+        raise CodegenError(f"unknown algorithm {unknown[0]!r}{needs}; choose from {', '.join(known)}")
+    return [f for f in table if f.name in names]
+
+
+def check_names(names):
+    """Before a model is loaded: a one-line error for a name no build can have."""
+    for name in names or ():
+        if name not in BY_NAME and name not in CONTACT_NAMES:
+            raise CodegenError(f"unknown algorithm {name!r}; choose from {', '.join(DEFAULT + CONTACT_NAMES)}")
+
+
+# The points of frames: public functions over the local_world_aligned frame function each
+# reads, the linear rows of the frame quantity at a point fixed in the frame (point_gamma: at
+# zero acceleration, negated).
+POINTS = {"point_jacobian": "frame_jacobian_local_world_aligned",
+          "point_velocity": "frame_velocity_local_world_aligned",
+          "point_acceleration": "frame_classical_acceleration_local_world_aligned",
+          "point_gamma": "frame_classical_acceleration_local_world_aligned"}

@@ -1,0 +1,50 @@
+"""The inputs a generated function may take: one row each, read by the generator (sizes), the
+reference and the module's binding (defaults, batching, through model.json) and verification
+(the random values it calls with)."""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+# Verification's damping of declared contacts: contacts that happen to be redundant still give
+# numbers to compare.
+VERIFY_DAMPING = 1e-2
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    size: Callable           # model -> how many numbers
+    meaning: str
+    shared: bool = False     # one value for a whole batch (a parameter of the call), not one per state
+    default: float = None    # the public function's default, where it has one
+    sample: Callable = None  # (model, rng, batch, draw) -> (batch, size): what verification calls
+                             # with; draw(k) is the k-th random (q, v, a) batch, drawn once for all inputs
+
+
+def _normal(size):
+    return lambda model, rng, batch, draw: rng.normal(size=(batch, size(model)))
+
+
+def _constant(value):
+    return lambda model, rng, batch, draw: np.full((batch, 1), value)
+
+
+INPUTS = {row.name: row for row in (
+    Input("q", lambda m: m.nq, "the configuration (Pinocchio's layout: a free-flyer's [x y z qx qy qz qw])",
+          sample=lambda model, rng, batch, draw: draw(0)[0]),
+    Input("v", lambda m: m.nv, "the velocity (a free-flyer's [linear, angular] in the base frame)",
+          sample=lambda model, rng, batch, draw: draw(0)[1]),
+    Input("a", lambda m: m.nv, "the acceleration", sample=lambda model, rng, batch, draw: draw(0)[2]),
+    Input("tau", lambda m: m.nv, "the joint torques", sample=_normal(lambda m: m.nv)),
+    Input("fext", lambda m: 6 * m.nbodies, "external forces, rows [force; torque] on each body in its frame",
+          sample=_normal(lambda m: 6 * m.nbodies)),
+    Input("placement", lambda m: 12, "a frame's placement on its body: E row-major, then r", shared=True),
+    Input("damping", lambda m: 1, "the contacts' damping (0: rigid)", shared=True, default=0.0,
+          sample=_constant(VERIFY_DAMPING)),
+    Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", shared=True,
+          sample=_constant(0.5)),
+    Input("q1", lambda m: m.nq, "a second configuration", sample=lambda model, rng, batch, draw: draw(1)[0]),
+    Input("dt", lambda m: 1, "a time step", shared=True, default=1.0, sample=_constant(0.37)),
+)}
