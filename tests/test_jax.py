@@ -134,6 +134,26 @@ def test_jacobians_from_generated_derivatives(bridge_modules, key, name):
               f"{name} d/d{names[k]} against finite differences")
 
 
+def test_contact_dynamics_differentiates_through_its_derivative_function(bridge_modules):
+    """Panda with a contact declared at the hand: jacfwd of contact_dynamics (q-ddot and the
+    multipliers) in q, v and tau equals contact_dynamics_derivatives (the table's `jacobians`
+    for it, as CasADi reads them) and central differences; the damping has none."""
+    module, model = bridge_modules["panda"]
+    x = bridge_inputs(model, 7)
+    args = [x["q"], x["v"], x["tau"]]
+    f = module.jax("contact_dynamics")
+    forward = jax.jacfwd(lambda *a: f(*a, 0.0), argnums=(0, 1, 2))(*args)
+    exact = module.contact_dynamics_derivatives(*args)
+    for output, (blocks, offset) in enumerate(((exact[:3], 0), (exact[3:], 1))):
+        for k, what in enumerate(("q", "v", "tau")):
+            close(forward[output][k], blocks[k], DERIVATIVE_TOL, f"contact_dynamics output {output} d/d{what}")
+            numbers = lambda *a: module.contact_dynamics(*a)[offset]
+            close(forward[output][k], central_differences(numbers, args, k), FD_TOL,
+                  f"contact_dynamics output {output} d/d{what} against finite differences")
+    with pytest.raises(ValueError, match="no derivative with respect to damping"):
+        jax.jacfwd(f, argnums=3)(*args, 0.0)
+
+
 def test_grad_through_aba_frame_placement_and_forces(bridge_modules):
     module, model = bridge_modules["panda"]
     x = bridge_inputs(model, 7)

@@ -7,10 +7,13 @@ measured on Panda's rnea, a jitted call costs a few microseconds, where jax.pure
 costs several times more, and under jax.vmap the handler runs the generated batch entry point
 over all states at once rather than a Python loop. The functions work under jax.jit and
 jax.vmap, and take leading batch dimensions of their own. Differentiation (jax.jvp, jax.grad,
-jax.jacfwd, jax.jacrev) uses rbdgen's generated derivatives through custom JVP rules:
+jax.jacfwd, jax.jacrev) uses rbdgen's generated derivatives through custom JVP rules, from
+the derivative functions the function table names for each function (model.json's
+`jacobians`, the same CasADi's Jacobians read):
 
     rnea, nle, gravity    rnea_derivatives (or nle_ / gravity_derivatives), and crba for d/da
     aba, fd_crba          aba_derivatives (d/dtau = M^-1)
+    contact_dynamics      contact_dynamics_derivatives (q, v and tau; not the damping)
     f_ext of rnea, aba    the bodies' Jacobians (frame_jacobian, local_world_aligned), exact
     frame_placement       frame_jacobian (local_world_aligned)
 
@@ -256,48 +259,53 @@ class Bridge:
         return fname
 
     def rule(self, name):
-        """The JVP of `name` as a function (primals, tangents) -> tangent of the result, or None."""
-        m, nv = self.m, self.m.nv
-        mv = lambda D, t: jnp.einsum("...ij,...j->...i", D, t)
-        zero = lambda x: jnp.zeros(jnp.shape(x)[:-1] + (nv,))
-
-        def rnea_like(derivatives_of):
-            def rule(primals, tangents):
-                dq, dv, da = (list(tangents) + [None, None])[:3]
-                D = derivatives_of(*primals)
-                terms = [mv(D[0], dq)] if dq is not None else []
-                if dv is not None:
-                    terms.append(mv(D[1], dv))
-                if da is not None:
-                    terms.append(mv(self.function(self.require("crba", name), 0)(primals[0]), da))
-                return terms
-            return rule
-
-        if name == "rnea":
-            derivatives = self.function(self.require("rnea_derivatives", name))
-            return _summed(rnea_like(lambda q, v, a: derivatives(q, v, a)))
-        if name == "nle":
-            if self.has("nle_derivatives"):
-                own = self.function("nle_derivatives")
-                return _summed(rnea_like(lambda q, v: own(q, v)))
-            derivatives = self.function(self.require("rnea_derivatives", name))
-            return _summed(rnea_like(lambda q, v: derivatives(q, v, zero(v))))
-        if name == "gravity":
-            if self.has("gravity_derivatives"):
-                own = self.function("gravity_derivatives")
-                return _summed(rnea_like(lambda q: (own(q),)))
-            derivatives = self.function(self.require("rnea_derivatives", name))
-            return _summed(rnea_like(lambda q: derivatives(q, zero(q), zero(q))))
-        if name in ("aba", "fd_crba"):
-            derivatives = self.function(self.require("aba_derivatives", name))
-
-            def aba_rule(primals, tangents):
-                D = derivatives(*primals)
-                return [mv(Dk, t) for Dk, t in zip(D, tangents) if t is not None]
-            return _summed(aba_rule)
+        """The JVP of `name` as a function (primals, tangents) -> tangent of the result, or None:
+        from the derivative functions the table names for it (its `jacobians`: the first choice
+        whose functions were built), each called with this function's inputs by name (zero for
+        an input it does not take: rnea_derivatives(q, v, 0) gives nle's)."""
         if name in ("rnea_fext", "aba_fext"):
             return _summed(self.forces_rule(name))
-        return None
+        m = self.m
+        choices = m._META["functions"][name]["jacobians"]
+        if not choices:
+            return None
+        sources = lambda choice: [source for blocks in choice.values() for source, *_ in blocks.values()]
+        choice = next((c for c in choices if all(self.has(s) for s in sources(c))), None)
+        if choice is None:   # differentiating it says what to build
+            missing = next(s for s in sources(choices[0]) if not self.has(s))
+            return lambda primals, tangents: self.require(missing, name)
+        spec = m._TABLE[name]
+        outputs = list(choice)
+        single = outputs == [""]
+
+        def rule(primals, tangents):
+            given = dict(zip(spec.names, primals))
+            computed = {}
+
+            def block(source, part):
+                if source not in computed:
+                    s = m._TABLE[source]
+                    args = [given[x] if x in given else jnp.zeros(jnp.shape(primals[0])[:-1] + (n,))
+                            for x, n in zip(s.names, s.sizes)]
+                    computed[source] = self.function(source)(*args)
+                value = computed[source]
+                if part is None:
+                    return value
+                return value[[p[3] for p in m._META["functions"][source]["parts"]].index(part)]
+
+            result = []
+            for output in outputs:
+                terms = []
+                for x, t in zip(spec.names, tangents):
+                    if t is None:
+                        continue
+                    if x not in choice[output]:
+                        raise ValueError(f"JAX: {name} has no derivative with respect to {x}")
+                    source, part, row, _ = choice[output][x]
+                    terms.append(jnp.einsum("...ij,...j->...i", block(source, part)[..., row:, :], t))
+                result.append(sum(terms[1:], terms[0]) if terms else None)
+            return result[0] if single else tuple(result)
+        return rule
 
     def forces_rule(self, name):
         """rnea_fext and aba_fext: d/dv and d/da (d/dtau) as without forces; d/df_ext exact,
@@ -327,7 +335,7 @@ class Bridge:
                 terms += [mv(Dk, t) for Dk, t in zip(D[1:], (dv, dx)) if t is not None]
             if df is not None:
                 jacobian = self.function(self.require("frame_jacobian_local_world_aligned", name))
-                placement = self.function(self.require("frame_placement", name), 0, ((0, 9, (3, 3)), (9, 12, (3,))))
+                placement = self.function(self.require("frame_placement", name), 0)
                 identity = np.array([1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], dtype=float)
                 generalized = 0
                 for body in range(njoints):
@@ -405,8 +413,8 @@ def _refuse_derivative(function, public, per_body=False):
 
     def jvp(*arguments):
         raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are rnea, nle, gravity, "
-                         "aba, fd_crba (with rnea_derivatives / aba_derivatives built) and frame_placement (with "
-                         "frame_jacobian)")
+                         "aba, fd_crba, contact_dynamics (with rnea_derivatives / aba_derivatives / "
+                         "contact_dynamics_derivatives built) and frame_placement (with frame_jacobian)")
     wrapped.defjvp(jvp)
     return wrapped
 

@@ -134,13 +134,13 @@ class _Function:
     """What calling one generated function needs, read from its row of model.json."""
 
     def __init__(self, fname, row):
-        names = [x["name"] for x in row["inputs"]]
+        names = [name for name, _ in row["inputs"]]
         if not (fname.isidentifier() and all(n.isidentifier() for n in names)):
             raise ImportError(f"{_HERE}: model.json names a function or input that is not an identifier; "
                               "rebuild the module with rbdgen build")
-        self.name, self.names, self.sizes = fname, names, [int(x["size"]) for x in row["inputs"]]
-        self.shared = [bool(x["shared"]) for x in row["inputs"]]   # one value for a whole batch
-        self.defaults = {x["name"]: float(x["default"]) for x in row["inputs"] if x["default"] is not None}
+        self.name, self.names, self.sizes = fname, names, [int(size) for _, size in row["inputs"]]
+        self.shared = [n in row["shared"] for n in names]   # one value for a whole batch
+        self.defaults = {n: float(value) for n, value in row["defaults"].items()}
         self.family, self.reference = row["family"], row["reference"]
         self.first = self.shared.index(False)
         self.shape, self.scalar, self.per_body = tuple(row["shape"]), bool(row["scalar"]), bool(row["per_body"])

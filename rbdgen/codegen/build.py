@@ -92,8 +92,10 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "references": list(REFERENCE_FRAMES),
         "points": POINTS,
-        "functions": {d["name"]: {"inputs": [{"name": a["name"], "size": a["size"], "shared": not a["batched"],
-                                              "default": a["default"]} for a in d["inputs"]],
+        "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
+                                  # inputs with one value for a whole batch, and the defaults
+                                  "shared": [a["name"] for a in d["inputs"] if not a["batched"]],
+                                  "defaults": {a["name"]: a["default"] for a in d["inputs"] if a["default"] is not None},
                                   "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
                                   "per_body": d["per_body"], "declared": d["declared"], "family": d["family"],
                                   "reference": d["reference"], "default_reference": d["default_reference"],
