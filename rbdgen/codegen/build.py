@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
