@@ -22,9 +22,9 @@ from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
-from ..bindings import conventions as _conventions
 from ..codegen import functions as _table
 from ..errors import ModelError
+from ..model import conventions as _conventions
 
 
 class NumericOps:
@@ -146,7 +146,7 @@ def aba(model, q, v, tau, f_ext=None):
 
 
 def to_mujoco(model, q, v=None):
-    """(qpos, qvel) in MuJoCo's layout (rbdgen.bindings.conventions), as module.to_mujoco."""
+    """(qpos, qvel) in MuJoCo's layout (rbdgen.model.conventions), as module.to_mujoco."""
     return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)
 
 
