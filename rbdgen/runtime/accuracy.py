@@ -22,6 +22,7 @@ the scale.
 
 import numpy as np
 
+from ..algorithms import NumericOps
 from ..spatial import map_scalars
 from .reference import OPS, _shape_and_entries
 
@@ -44,18 +45,24 @@ SOLVES = ("aba", "aba_fext", "minv", "minv_times", "fd_crba", "aba_derivatives",
           "impulse_dynamics", "contact_inertia", "contact_dynamics_derivatives")
 
 
-class ExtendedOps:
-    """The `ops` the algorithms receive for the truth: `let` is the identity, sin and cos
-    are mpmath's at the working precision."""
-
-    @staticmethod
-    def let(name, index, value):
-        return value
+class ExtendedOps(NumericOps):
+    """The `ops` the algorithms receive for the truth: `let` is the identity, `select` a
+    branch, sin, cos, sqrt and atan2 are mpmath's at the working precision."""
 
     @staticmethod
     def sincos(x):
         import mpmath
         return mpmath.sin(x), mpmath.cos(x)
+
+    @staticmethod
+    def sqrt(x):
+        import mpmath
+        return mpmath.sqrt(x)
+
+    @staticmethod
+    def atan2(y, x):
+        import mpmath
+        return mpmath.atan2(y, x)
 
 
 def extended_values(model, spec, inputs, states=None, body=None):

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..algorithms import NumericOps
 from ..algorithms import contact as _contact
 from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
@@ -25,20 +26,6 @@ from ..algorithms import regressor as _regressor
 from ..codegen import functions as _table
 from ..errors import ModelError
 from ..model import conventions as _conventions
-
-
-class NumericOps:
-    """`let` is the identity on numbers; sincos works on floats and arrays alike."""
-
-    @staticmethod
-    def let(name, index, value):
-        return value
-
-    @staticmethod
-    def sincos(x):
-        if isinstance(x, float):
-            return math.sin(x), math.cos(x)
-        return np.sin(x), np.cos(x)
 
 
 OPS = NumericOps()
