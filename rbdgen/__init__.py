@@ -1,10 +1,9 @@
 """rbdgen: fast, verified rigid-body dynamics modules generated from a URDF."""
 
-__version__ = "0.1.0"
-
 from .errors import BuildError, CodegenError, InertiaWarning, ModelError, RbdgenError, URDFError
 from .model import ModelBuilder, load_urdf
 from .runtime import reference
+from .version import __version__
 
 __all__ = ["BuildError", "CodegenError", "InertiaWarning", "ModelError", "RbdgenError", "URDFError", "ModelBuilder",
            "load_urdf", "reference", "__version__"]

@@ -26,6 +26,7 @@ import pytest
 from helpers import (robot_model, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, assert_close, pinocchio_model,
                      random_configuration, to_pinocchio_q)
 from rbdgen.algorithms import configuration
+from rbdgen.algorithms import derivatives
 from rbdgen.codegen.cprinter import SlotPrinter, slot_map
 from rbdgen.codegen.optimize import optimize
 from rbdgen.codegen import expr as symbolic
@@ -350,3 +351,39 @@ def test_symbolic_run_prints_and_matches(key):
     for tag, target in (("q1", q1), ("q1 = q", q0), ("q1 near q", integrate(model, q0, v, 1e-3))):
         assert_close(f"{key} symbolic difference, {tag}", evaluate(programs["difference"], {"q": q0, "q1": target}),
                      difference(model, q0, target), REL_TOL_SYMBOLIC)
+
+
+# ===================================================================== dual numbers ===
+
+@pytest.mark.parametrize("key", list(TREES))
+def test_dual_numbers_differentiate_difference(key):
+    """difference run on dual numbers (DualOps' sqrt, atan2 and select): its derivative along
+    a path q1(t) = integrate(q1, v, t) is the finite difference; a batch is its states one by
+    one, and the recorded program evaluated on numbers is the floats' run."""
+    model = tree_model(key)
+    rng = np.random.default_rng(9)
+    cases = states(model, rng, 3, 1.0)
+
+    def run(model, ops, q, q1):
+        return configuration.difference(model, ops, q, q1)
+
+    def jacobian(q0, q1):   # d difference / d q1 (nv x nq), q1 seeded entry by entry
+        block, = derivatives.derivatives_of(model, OPS, run, [("q", list(q0)), ("q1", list(q1))], ["q1"])
+        return block
+
+    for k, (q0, q1, v) in enumerate(cases):
+        J = np.array(jacobian([float(x) for x in q0], [float(x) for x in q1]), dtype=float)
+        ahead, behind = integrate(model, q1, v, FD_STEP), integrate(model, q1, v, -FD_STEP)
+        rate = (difference(model, q0, ahead) - difference(model, q0, behind)) / (2 * FD_STEP)
+        assert_close(f"{key} state {k}: d difference", J @ ((ahead - behind) / (2 * FD_STEP)), rate, FD_TOL)
+    q0s, q1s = np.array([c[0] for c in cases]), np.array([c[1] for c in cases])
+    batch = jacobian(list(q0s.T), list(q1s.T))
+    program = record(lambda ops, q, q1: [x for row in derivatives.derivatives_of(
+        model, ops, run, [("q", q), ("q1", q1)], ["q1"])[0] for x in row],
+        [("q", model.nq), ("q1", model.nq)], (model.nv, model.nq))
+    for k in range(len(cases)):
+        single = np.array(jacobian([float(x) for x in q0s[k]], [float(x) for x in q1s[k]]), dtype=float)
+        lane = np.array([[np.broadcast_to(x, (len(cases),))[k] for x in row] for row in batch])
+        assert_close(f"{key} lane {k}: d difference", lane, single, REL_TOL_BATCH)
+        assert_close(f"{key} state {k}: recorded d difference", evaluate(program, {"q": q0s[k], "q1": q1s[k]}),
+                     single, REL_TOL_SYMBOLIC)

@@ -112,7 +112,8 @@ class Dual:
 
 class DualOps:
     """The algorithms' `ops` on duals: `let` binds a dual's value and each derivative through
-    the wrapped ops (a temporary each in the generator); sin and cos carry the chain rule."""
+    the wrapped ops (a temporary each in the generator); sin, cos, sqrt and atan2 carry the
+    chain rule, and select chooses by the value."""
 
     def __init__(self, ops):
         self.ops = ops
@@ -131,6 +132,42 @@ class DualOps:
             return self.ops.sincos(angle)
         s, c = self.ops.sincos(angle.value)
         return Dual(s, _scaled(angle.d, c)), Dual(c, _scaled(angle.d, -s))
+
+    def sqrt(self, x):
+        if not isinstance(x, Dual):
+            return self.ops.sqrt(x)
+        root = self.ops.sqrt(x.value)
+        return _dual(root, _scaled(x.d, 0.5 / root))
+
+    def atan2(self, y, x):
+        """d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)."""
+        if not isinstance(y, Dual) and not isinstance(x, Dual):
+            return self.ops.atan2(y, x)
+        (yv, dy), (xv, dx) = _parts(y), _parts(x)
+        inverse = 1 / (xv * xv + yv * yv)
+        return _dual(self.ops.atan2(yv, xv), _summed(_scaled(dy, xv * inverse), _scaled(dx, -yv * inverse)))
+
+    def select(self, x, threshold, below, above):
+        """The wrapped ops' select of the value and of each derivative, the formulas run on
+        duals; the choice depends on x's value only."""
+        x = x.value if isinstance(x, Dual) else x
+        directions = {}
+
+        def component(formula, key):     # key None: the value
+            def run(safe):
+                value, d = _parts(formula(lambda y: Dual(safe(y.value), y.d) if isinstance(y, Dual) else safe(y)))
+                directions.update(dict.fromkeys(d))
+                return value if key is None else d.get(key, 0)
+            return run
+
+        value = self.ops.select(x, threshold, component(below, None), component(above, None))
+        return _dual(value, {k: self.ops.select(x, threshold, component(below, k), component(above, k))
+                             for k in list(directions)})
+
+
+def _parts(x):
+    """(value, {direction: derivative}) of a dual or a plain value."""
+    return (x.value, x.d) if isinstance(x, Dual) else (x, {})
 
 
 def seed(values, first):

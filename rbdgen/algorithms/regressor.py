@@ -20,6 +20,7 @@ import numpy as np
 
 from ..spatial import Force, Inertia
 from ..model import mimic
+from . import NumericOps
 from .derivatives import Dual
 from .kinematics import tree_motion
 
@@ -117,18 +118,6 @@ class BaseParameters:
         return cls(data["columns"], np.array(data["K"], dtype=float).reshape(len(data["columns"]), -1))
 
 
-class _OnArrays:
-    """The ops of a run on NumPy arrays of states (one array per coordinate)."""
-
-    @staticmethod
-    def let(name, index, value):
-        return value
-
-    @staticmethod
-    def sincos(x):
-        return np.sin(x), np.cos(x)
-
-
 # id(model) -> (the model, weakly; its BaseParameters) for as long as the model lives: a
 # model is frozen, and the search costs a regressor on BASE_STATES states and a QR, so a build
 # finds them once, not once per use
@@ -151,7 +140,7 @@ def _base_parameters(model):
     rng = np.random.default_rng(BASE_SEED)
     q, v, a = random_state(model, rng, BASE_STATES)
     columns = [np.ascontiguousarray(x.T) for x in (q, v, a)]
-    Y = regressor(model, _OnArrays, *[list(c) for c in columns])
+    Y = regressor(model, NumericOps, *[list(c) for c in columns])
     W = np.stack([np.stack([np.broadcast_to(np.asarray(x, dtype=float), (BASE_STATES,)) for x in row], axis=-1)
                   for row in Y], axis=1).reshape(-1, PER_BODY * model.full.nbodies)
     R, order = _pivoted_r(W)

@@ -24,7 +24,7 @@ import sys as _sys
 import numpy as _np
 
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
-from . import _conventions  # the same file as rbdgen/bindings/conventions.py
+from . import _conventions  # the same file as rbdgen/model/conventions.py
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 with open(_os.path.join(_HERE, "model.json"), encoding="utf-8") as _f:

@@ -20,11 +20,12 @@ import time
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
 from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..errors import BuildError, CodegenError, ModelError
+from ..model import conventions
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
@@ -322,7 +323,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
-    shutil.copyfile(os.path.join(bindings, "conventions.py"), os.path.join(work, "_conventions.py"))
+    shutil.copyfile(conventions.__file__, os.path.join(work, "_conventions.py"))
     # robot.jax: its Python and the XLA FFI handler it compiles on first use
     shutil.copyfile(os.path.join(bindings, "jax.py"), os.path.join(work, "_jax.py"))
     shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))

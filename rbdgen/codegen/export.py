@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 
-from .. import __version__
+from ..version import __version__
 from ..errors import BuildError
 from .build import build_model, load_source
 from .options import BuildOptions

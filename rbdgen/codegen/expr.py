@@ -96,12 +96,6 @@ class Expr:
             free = self._free = frozenset().union(*(free_symbols(a) for a in self._children()))
         return free
 
-    def __str__(self):
-        from .cprinter import SlotPrinter
-        return SlotPrinter({}).expression(self)
-
-    __repr__ = __str__
-
 
 class Symbol(Expr):
     __slots__ = ("name",)
@@ -115,6 +109,9 @@ class Symbol(Expr):
 
     def __eq__(self, other):
         return self is other or (type(other) is Symbol and other.name == self.name)
+
+    def __repr__(self):
+        return self.name
 
     @property
     def free_symbols(self):
@@ -144,12 +141,20 @@ class _Collected(Expr):
     def _children(self):
         return self.items.keys()
 
+    def __repr__(self):
+        """A text to read while debugging, (2 + 3*x) or (0.5*x**2*y); the C of an expression is
+        rbdgen.codegen.cprinter's, which this module does not import."""
+        parts = [] if self.number == self._neutral else [repr(self.number)]
+        parts += [repr(x) if n == 1 else self._scaled.format(x=x, n=n) for x, n in self.items.items()]
+        return "(" + self._separator.join(parts) + ")"
+
 
 class Add(_Collected):
     """const + sum of coefficient * term."""
 
     __slots__ = ()
     is_Add = True
+    _neutral, _separator, _scaled = 0, " + ", "{n!r}*{x!r}"
     const = property(lambda self: self.number)
     terms = property(lambda self: self.items)
 
@@ -159,6 +164,7 @@ class Mul(_Collected):
 
     __slots__ = ("_key",)
     is_Mul = True
+    _neutral, _separator, _scaled = 1, "*", "{x!r}**{n!r}"
     coeff = property(lambda self: self.number)
     factors = property(lambda self: self.items)
 
@@ -194,6 +200,9 @@ class Call(Expr):
 
     def _children(self):
         return [a for a in self.args if isinstance(a, Expr)]
+
+    def __repr__(self):
+        return f"{self.function}({', '.join(map(repr, self.args))})"
 
 
 def free_symbols(x):

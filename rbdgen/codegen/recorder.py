@@ -9,8 +9,9 @@ shared work is recorded once.
 
 from dataclasses import dataclass, field
 
+from ..algorithms import NumericOps
 from ..spatial import map_scalars
-from .expr import Expr, Symbol
+from .expr import Expr, Symbol, atan2, if_less, sqrt
 
 
 @dataclass
@@ -54,7 +55,12 @@ def _is_trivial(expr):
 
 
 class SymbolicOps:
-    """The `ops` the algorithms receive in the generator: `let` records, `sincos` binds once."""
+    """The `ops` the algorithms receive in the generator: `let` records, `sincos` binds once,
+    `sqrt`, `atan2` and `select` make expressions (a C conditional for `select`); a number
+    among the symbols is worked out as a number."""
+
+    sqrt = staticmethod(sqrt)
+    atan2 = staticmethod(atan2)
 
     def __init__(self):
         self.statements = []
@@ -90,6 +96,16 @@ class SymbolicOps:
             self.statements.append(SinCos(found[0], found[1], angle))
             self._sincos[angle] = found
         return found
+
+    @staticmethod
+    def select(x, threshold, below, above):
+        if isinstance(x, Expr):
+            return if_less(x, threshold, below(_same), above(_same))
+        return NumericOps.select(x, threshold, below, above)
+
+
+def _same(d):
+    return d
 
 
 def input_symbols(name, size):

@@ -4,7 +4,7 @@ import re
 
 import jinja2
 
-from .. import __version__
+from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES

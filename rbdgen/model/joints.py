@@ -9,15 +9,15 @@ expressed in the child frame, so q-dot differs from v for the quaternion and pla
 joints. `ops.sincos(angle)` gives sine and cosine together (symbols in the generator).
 
 `integrate(ops, q, v)` and `difference(ops, q0, q1)` are the joint's configuration-space
-operations q (+) v and q1 (-) q0 (its Lie group's, rbdgen/algorithms/configuration.py).
+operations q (+) v and q1 (-) q0 (its Lie group's, rbdgen/model/groups.py).
 """
 
 import math
 
-from ..algorithms import configuration as groups
 from ..errors import ModelError
 from ..spatial import (IDENTITY3, ZERO3, Motion, Transform, axis_rotation, cross3, dot3,
                        matmul3, quaternion_to_rotation, scale3, transpose3)
+from . import groups
 
 
 class JointModel:

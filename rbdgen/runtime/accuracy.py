@@ -22,6 +22,7 @@ the scale.
 
 import numpy as np
 
+from ..algorithms import NumericOps
 from ..spatial import map_scalars
 from .reference import OPS, _shape_and_entries
 
@@ -39,18 +40,24 @@ def budget(reference_error, kappa=1.0):
     return max(FACTOR * reference_error, FLOOR, EPS * kappa)
 
 
-class ExtendedOps:
-    """The `ops` the algorithms receive for the truth: `let` is the identity, sin and cos
-    are mpmath's at the working precision."""
-
-    @staticmethod
-    def let(name, index, value):
-        return value
+class ExtendedOps(NumericOps):
+    """The `ops` the algorithms receive for the truth: `let` is the identity, `select` a
+    branch, sin, cos, sqrt and atan2 are mpmath's at the working precision."""
 
     @staticmethod
     def sincos(x):
         import mpmath
         return mpmath.sin(x), mpmath.cos(x)
+
+    @staticmethod
+    def sqrt(x):
+        import mpmath
+        return mpmath.sqrt(x)
+
+    @staticmethod
+    def atan2(y, x):
+        import mpmath
+        return mpmath.atan2(y, x)
 
 
 def extended_values(model, spec, inputs, states=None, body=None):

@@ -1,12 +1,12 @@
 """MuJoCo as outside truth: rbdgen's functions against MuJoCo's on the same MJCF, with
 MuJoCo's simulation parts (contacts, limits, actuation, springs, equality constraints,
-friction loss) turned off, and each side's conventions converted (rbdgen.bindings.conventions).
+friction loss) turned off, and each side's conventions converted (rbdgen.model.conventions).
 Needs the mujoco package.
 """
 
 import numpy as np
 
-from ..bindings.conventions import mujoco_layout
+from ..model.conventions import mujoco_layout
 from ..model.sources import load_model
 
 OFF = ("mjDSBL_CONTACT", "mjDSBL_LIMIT", "mjDSBL_ACTUATION", "mjDSBL_SPRING", "mjDSBL_DAMPER",
@@ -58,7 +58,7 @@ def full_inertia(m, d):
 
 def velocity_map(model, q):
     """T with MuJoCo's qvel = T v: a free joint's linear velocity turned to world axes."""
-    from ..bindings.conventions import rotation
+    from ..model.conventions import rotation
     T = np.eye(model.nv)
     for joint in model.joints:
         if joint.type == "free_flyer":

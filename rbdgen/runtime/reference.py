@@ -17,29 +17,16 @@ import math
 
 import numpy as np
 
+from ..algorithms import NumericOps
 from ..algorithms import contact as _contact
 from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
-from ..bindings import conventions as _conventions
 from ..table import functions as _table
 from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
-
-
-class NumericOps:
-    """`let` is the identity on numbers; sincos works on floats and arrays alike."""
-
-    @staticmethod
-    def let(name, index, value):
-        return value
-
-    @staticmethod
-    def sincos(x):
-        if isinstance(x, float):
-            return math.sin(x), math.cos(x)
-        return np.sin(x), np.cos(x)
+from ..model import conventions as _conventions
 
 
 OPS = NumericOps()
@@ -147,7 +134,7 @@ def aba(model, q, v, tau, f_ext=None):
 
 
 def to_mujoco(model, q, v=None):
-    """(qpos, qvel) in MuJoCo's layout (rbdgen.bindings.conventions), as module.to_mujoco."""
+    """(qpos, qvel) in MuJoCo's layout (rbdgen.model.conventions), as module.to_mujoco."""
     return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)
 
 
