@@ -1,12 +1,10 @@
 """Straight-line programs -> C source and header, through Jinja2 templates (data only)."""
 
-import re
-
 import jinja2
 
 from .. import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
-from .expr import free_symbols
+from .expr import Expr, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from .recorder import SinCos
 
@@ -152,10 +150,7 @@ def kernel_data(program, part_statements):
     # entries the solve after the program overwrites (an identity block) need no zeros first
     solved = program.solve.overwritten() if program.solve else []
     zeros = sorted(set(k for k, e in enumerate(program.outputs) if e == 0) - set(solved))
-    # The program runs on vectors of states too (rbdgen_lanes) when its expressions are
-    # arithmetic and square roots: a conditional (IfLess) or another function has no vector form.
-    texts = [line.get("expr", "") for lines in rendered for line in lines] + [v for _, v in outputs]
-    lanes = not any("?" in t or set(_CALLED.findall(t)) - {"sqrt"} for t in texts)
+    lanes = _vectorizable([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
     # A program in parts stores its outputs from functions of at most PART_STATEMENTS stores
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
     # regressor) grows faster than linearly.
@@ -167,7 +162,20 @@ def kernel_data(program, part_statements):
                 zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
-_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+def _vectorizable(exprs):
+    """Whether a program runs on vectors of states too (rbdgen_lanes): its expressions are
+    arithmetic and square roots. A conditional (IfLess), another function (sin, atan2) or a
+    power other than an integer or +-1/2 (printed pow()) has no vector form."""
+    seen, stack = set(), list(exprs)
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Expr) or x.is_Symbol or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.is_Call or (x.is_Mul and any(type(e) is not int and e not in (0.5, -0.5) for e in x.items.values())):
+            return False
+        stack.extend(x.items)   # a sum's terms, a product's bases
+    return True
 
 
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
