@@ -32,17 +32,20 @@ def signature(module, spec, model):
             count *= d
         parts.append((start, start + count, tuple(part_shape), part_name))
         start += count
+    cname = f"rbdgen_{module}_{spec.name}"
+    inputs = [{"name": name, "size": INPUT_SIZES[name](model), "batched": name not in SHARED_INPUTS}
+              for name in spec.inputs]
     return {
         "name": spec.name,
-        "cname": f"rbdgen_{module}_{spec.name}",
+        "cname": cname,
         "parts": [list(p) for p in parts],
         "parts_text": repr(tuple(p[:3] for p in parts)),
         "part_names": ", ".join(p[3] for p in parts),
         "doc": spec.doc.replace("*/", "* /"),
         # `batched`: a batch call advances it state by state (q, v, ...); the others
         # (a frame's placement) hold for every state of the batch
-        "inputs": [{"name": name, "size": INPUT_SIZES[name](model), "batched": name not in SHARED_INPUTS}
-                   for name in spec.inputs],
+        "inputs": inputs,
+        "declarations": declarations(cname, spec.per_body, [x["name"] for x in inputs]),
         "per_body": spec.per_body,
         "declared": spec.declared,
         # the generic C entry point (calls.c) takes it: vectors of states and numbers (dt) in,
@@ -58,6 +61,26 @@ def signature(module, spec, model):
 
 # Inputs that are parameters of a call rather than states: one value for a whole batch.
 SHARED_INPUTS = ("placement", "damping", "restitution", "dt")
+
+
+# The uniform entry of every generated function, and its batch form (rbdgen's one calling
+# convention: the hosts call any function through these, whatever its inputs; module.h.j2).
+UNIFORM_ENTRY = "(const double *const *in, double *const *out, long body)"
+UNIFORM_BATCH = "(long n, int threads, const double *const *in, double *const *out, long body)"
+
+
+def declarations(cname, per_body, inputs):
+    """The C prototypes of a generated function: named and typed (for C users), its _batch
+    form, and its uniform entry _eval and _eval_batch. The public header prints them and
+    cffi's declarations are these, so the two cannot differ."""
+    body = "long body, " if per_body else ""
+    named = "".join(f"const double *{name}, " for name in inputs) + "double *out"
+    return [f"void {cname}({body}{named})", f"void {cname}_batch(long n, int threads, {body}{named})",
+            f"void {cname}_eval{UNIFORM_ENTRY}", f"void {cname}_eval_batch{UNIFORM_BATCH}"]
+
+
+def build_info_declaration(module):
+    return f"const char *rbdgen_{module}_build_info(void)"
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function
@@ -217,7 +240,8 @@ def render_header(module, functions, model, frames, contacts):
                 for j in model.joints],
         frames=[{"name": c_comment_text(f.name), "body": f.body} for f in frames],
         contacts=[{"spec": c_comment_text(c.describe()), "rows": c.rows} for c in contacts],
-        contact_rows=sum(c.rows for c in contacts), functions=functions)
+        contact_rows=sum(c.rows for c in contacts), functions=functions,
+        build_info=build_info_declaration(module))
 
 
 def kernels_header_name(module):
@@ -237,11 +261,12 @@ def render_batch(module, header, functions):
                                          functions=functions)
 
 
-def render_info(module, header, info, frames):
-    """build_info and the frame table. frames: [(name, body, placement entries)]."""
+def render_info(module, header, info, frames, functions):
+    """build_info, the frame table and every function's metadata (its rbdgen_function_t).
+    frames: [(name, body, placement entries)]; functions: their signatures."""
     assert all(c.isalnum() or c == " " for c in info)  # hex key and counts: nothing to escape
     return template("info.c.j2").render(
-        version=__version__, module=module, header=header, info=info,
+        version=__version__, module=module, header=header, info=info, functions=functions,
         frames=[{"literal": c_string(name), "body": int(body), "placement": [repr(float(x)) for x in placement]}
                 for name, body, placement in frames])
 
