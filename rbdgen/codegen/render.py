@@ -278,8 +278,8 @@ def render_calls(module, header, functions, nq, nv, frames):
     direct = [fn for fn in functions if fn["direct"]]
     declared = [fn for fn in functions if fn["declared"]]
     kinds, points = frame_kinds(functions), point_kinds(functions)
-    assert all(len(fn["inputs"]) <= 5 for fn in direct + declared), "calls.c's evaluate() takes at most 5 inputs"
     return template("calls.c.j2").render(
+        max_inputs=max(len(fn["inputs"]) for fn in functions),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
         frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
@@ -423,7 +423,7 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
             "jac_in_names": names + ["out_" + o["name"] for o in outputs],
             "jac_out_names": [f"jac_{o['name']}_{x['name']}" for o, x in jac_out],
             "jac_sparsity": [[size(o["sparsity"]), size(x["sparsity"]), 1] for o, x in jac_out],
-            "zeros": zeros, "work": max(fn["out_size"], sum(s["out_size"] for s in sources)) + zeros})
+            "zeros": zeros, "work": max(fn["out_size"], sum(by_name[s["name"]]["out_size"] for s in sources)) + zeros})
         served = [k for k, (_, body, _) in enumerate(frames) if body in (fn["bodies"] or ())] if fn["per_body"] \
             else [None]
         symbols += [{"symbol": casadi_symbol(module, fn["name"], k), "row": row, "frame": k, "jacobian": bool(sources)}
@@ -432,7 +432,8 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         version=__version__, header=header, api=api, functions=rows, symbols=symbols,
         frames=[{"body": int(body), "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames],
         max_in=max([1] + [len(r["inputs"]) for r in rows]), max_out=max([1] + [len(r["outputs"]) for r in rows]),
-        max_sources=max([1] + [len(r["sources"]) for r in rows]))
+        max_sources=max([1] + [len(r["sources"]) for r in rows]),
+        max_call_in=max(len(fn["inputs"]) for fn in functions))
 
 
 def _casadi_call(fn, names):
@@ -440,8 +441,7 @@ def _casadi_call(fn, names):
     inputs (`names`) it reads, in its own order; the placement is the frame's, held inputs zero."""
     where = lambda x: "RBDGEN_CASADI_PLACEMENT" if x == "placement" else \
         str(names.index(x)) if x in names else "RBDGEN_CASADI_ZEROS"
-    return {"name": fn["name"], "cname": fn["cname"], "per_body": int(bool(fn["per_body"])),
-            "inputs": [where(x["name"]) for x in fn["inputs"]], "out_size": fn["out_size"]}
+    return {"name": fn["name"], "cname": fn["cname"], "inputs": [where(x["name"]) for x in fn["inputs"]]}
 
 
 def _matrix(shape):
