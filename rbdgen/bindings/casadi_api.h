@@ -13,7 +13,9 @@
    the module's frame list): its inputs are the states only, the frame's body and placement
    come from casadi_frames[]. The contacts' functions hold the contacts rigidly (damping 0).
 
-   The including file defines RBDGEN_CASADI_MAX_IN, _MAX_OUT, _MAX_SOURCES, the tables
+   Every C function is called through its uniform entry (rbdgen_function_t's eval, the
+   module's header), whatever its inputs. The including file defines RBDGEN_CASADI_MAX_IN,
+   _MAX_OUT, _MAX_SOURCES, _MAX_CALL_IN, the tables
    casadi_functions[] and casadi_frames[], then RBDGEN_CASADI(NAME, ROW) for each function of
    states and RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) for each function of a frame. */
 #ifndef RBDGEN_CASADI_API_H
@@ -42,27 +44,14 @@ typedef long long rbdgen_casadi_int;   /* CasADi's casadi_int */
 #define RBDGEN_CASADI_SHARED
 #endif
 
-typedef void (*rbdgen_casadi_in1)(const double *, double *);
-typedef void (*rbdgen_casadi_in2)(const double *, const double *, double *);
-typedef void (*rbdgen_casadi_in3)(const double *, const double *, const double *, double *);
-typedef void (*rbdgen_casadi_in4)(const double *, const double *, const double *, const double *, double *);
-typedef void (*rbdgen_casadi_in5)(const double *, const double *, const double *, const double *,
-                                  const double *, double *);
-/* a function of a frame: the body first */
-typedef void (*rbdgen_casadi_body2)(long, const double *, const double *, double *);
-typedef void (*rbdgen_casadi_body3)(long, const double *, const double *, const double *, double *);
-typedef void (*rbdgen_casadi_body4)(long, const double *, const double *, const double *, const double *, double *);
-
 #define RBDGEN_CASADI_ZEROS (-1)       /* an input of a call that is zero */
 #define RBDGEN_CASADI_PLACEMENT (-2)   /* the frame's placement on its body */
 
-/* A C function of the module called on some of a function's inputs. */
+/* A C function of the module called on some of a function's inputs, through its uniform
+   entry (rbdgen_function_t, the module's header). */
 typedef struct {
-    void (*fn)(void);
-    int per_body;                      /* a function of a frame: takes the frame's body first */
-    int ninputs;
-    int input[5];                      /* which of the function's inputs, in order, or one of the above */
-    long out_size;
+    const rbdgen_function_t *c;
+    int input[RBDGEN_CASADI_MAX_CALL_IN];   /* for each of c's inputs: which of the function's, or one of the above */
 } rbdgen_casadi_call_t;
 
 /* A frame the module serves: its body and placement on it (E row-major, then r). */
@@ -108,25 +97,11 @@ static long rbdgen_casadi_numel(const rbdgen_casadi_int *sparsity)
 RBDGEN_CASADI_SHARED static void rbdgen_casadi_run(const rbdgen_casadi_call_t *c, const rbdgen_casadi_frame_t *frame, const double **arg,
                               const double *zeros, double *out)
 {
-    const double *in[5] = { 0 };
-    for (int k = 0; k < c->ninputs; ++k)
+    const double *in[RBDGEN_CASADI_MAX_CALL_IN];
+    for (int k = 0; k < c->c->n_in; ++k)
         in[k] = c->input[k] == RBDGEN_CASADI_PLACEMENT ? frame->placement
               : c->input[k] >= 0 && arg[c->input[k]] ? arg[c->input[k]] : zeros;
-    if (c->per_body) {
-        switch (c->ninputs) {
-        case 2: ((rbdgen_casadi_body2)c->fn)(frame->body, in[0], in[1], out); break;
-        case 3: ((rbdgen_casadi_body3)c->fn)(frame->body, in[0], in[1], in[2], out); break;
-        default: ((rbdgen_casadi_body4)c->fn)(frame->body, in[0], in[1], in[2], in[3], out); break;
-        }
-        return;
-    }
-    switch (c->ninputs) {
-    case 1: ((rbdgen_casadi_in1)c->fn)(in[0], out); break;
-    case 2: ((rbdgen_casadi_in2)c->fn)(in[0], in[1], out); break;
-    case 3: ((rbdgen_casadi_in3)c->fn)(in[0], in[1], in[2], out); break;
-    case 4: ((rbdgen_casadi_in4)c->fn)(in[0], in[1], in[2], in[3], out); break;
-    default: ((rbdgen_casadi_in5)c->fn)(in[0], in[1], in[2], in[3], in[4], out); break;
-    }
+    c->c->eval(in, &out, frame ? frame->body : -1);
 }
 
 /* A rows x cols row-major block into CasADi's column-major storage. */
@@ -173,7 +148,7 @@ RBDGEN_CASADI_SHARED static int rbdgen_casadi_jacobian(const rbdgen_casadi_funct
     memset(zeros, 0, (size_t)f->zeros * sizeof(double));
     for (int s = 0; s < f->n_sources; ++s) {
         rbdgen_casadi_run(&f->source[s], frame, arg, zeros, w + offset[s]);
-        offset[s + 1] = offset[s] + f->source[s].out_size;
+        offset[s + 1] = offset[s] + f->source[s].c->size_out[0];
     }
     for (int o = 0; o < f->n_out; ++o)
         for (int i = 0; i < f->n_in; ++i) {

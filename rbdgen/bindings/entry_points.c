@@ -14,7 +14,11 @@
    NumPy's C interface: a result costs one allocation, its parts are views (as the Python
    function returns them).
 
-   The including file defines, before including entry_points.h: RBDGEN_MAX_PARTS; after it:
+   Every generated function is called through its uniform entry (rbdgen_function_t's eval and
+   eval_batch, the module's header), whatever its inputs.
+
+   The including file defines, before including entry_points.h: RBDGEN_MAX_PARTS and
+   RBDGEN_MAX_INPUTS, and includes the module's header; after it:
    RBDGEN_FUNCTIONS, RBDGEN_FRAME_KINDS, RBDGEN_POINT_KINDS, RBDGEN_DECLARED and RBDGEN_FRAMES
    (counts), and the tables functions[], frame_kinds[], point_kinds[], declared[], frame_body[]
    and frame_placement[] (each with one unused row when empty). */
@@ -52,7 +56,7 @@ static double *out_of(PyObject *given, int ndim, const Py_ssize_t *shape)
 /* Whether an output of `size` doubles shares memory with one of the inputs. The generated
    functions take `restrict` arrays: an out= that overlaps an input goes to the Python
    function, which computes into a temporary. */
-static int overlaps(const double *out, Py_ssize_t size, const double *const *in, const Py_ssize_t *sizes, int n)
+static int overlaps(const double *out, Py_ssize_t size, const double *const *in, const long *sizes, int n)
 {
     for (int i = 0; i < n; ++i)
         if (sizes[i] > 0 && out < in[i] + sizes[i] && in[i] < out + size)
@@ -63,7 +67,7 @@ static int overlaps(const double *out, Py_ssize_t size, const double *const *in,
 /* The caller's out= of a result of `size` doubles (one array of `shape`, or the flat array of
    a result with parts) when the common call may write into it; else NULL. */
 static double *target_of(PyObject *given, int parts, int ndim, const Py_ssize_t *shape, Py_ssize_t size,
-                         const double *const *in, const Py_ssize_t *sizes, int n)
+                         const double *const *in, const long *sizes, int n)
 {
     const Py_ssize_t flat[1] = { size };
     double *out = parts > 1 ? out_of(given, 1, flat) : out_of(given, ndim, shape);
@@ -128,23 +132,6 @@ static PyObject *written_into(PyObject *given, int nparts, int ndim, const Py_ss
     return nparts > 1 ? new_array(1, &size) : new_array(ndim, shape);
 }
 
-typedef void (*inputs1)(const double *, double *);
-typedef void (*inputs2)(const double *, const double *, double *);
-typedef void (*inputs3)(const double *, const double *, const double *, double *);
-typedef void (*inputs4)(const double *, const double *, const double *, const double *, double *);
-typedef void (*inputs5)(const double *, const double *, const double *, const double *, const double *, double *);
-
-static void evaluate(const function_t *f, const double *const *in, double *out)
-{
-    switch (f->ninputs) {
-    case 1: ((inputs1)f->fn)(in[0], out); break;
-    case 2: ((inputs2)f->fn)(in[0], in[1], out); break;
-    case 3: ((inputs3)f->fn)(in[0], in[1], in[2], out); break;
-    case 4: ((inputs4)f->fn)(in[0], in[1], in[2], in[3], out); break;
-    default: ((inputs5)f->fn)(in[0], in[1], in[2], in[3], in[4], out); break;
-    }
-}
-
 /* The keywords the entry points take: out= (into *given; None leaves it NULL) and, when
    `threads` is not NULL, threads= (into *threads: an int from 0 to 256, which the Python
    function accepts on any machine; 0 when not given). 1 when kwnames holds only those, 0 for
@@ -194,31 +181,13 @@ static const double *rows_of(PyObject *obj, Py_ssize_t n, Py_ssize_t *count)
     return (const double *)PyArray_DATA(a);
 }
 
-typedef void (*batch1)(long, int, const double *, double *);
-typedef void (*batch2)(long, int, const double *, const double *, double *);
-typedef void (*batch3)(long, int, const double *, const double *, const double *, double *);
-typedef void (*batch4)(long, int, const double *, const double *, const double *, const double *, double *);
-typedef void (*batch5)(long, int, const double *, const double *, const double *, const double *, const double *,
-                       double *);
-
-static void evaluate_batch(const function_t *f, long count, int threads, const double *const *in, double *out)
-{
-    switch (f->ninputs) {
-    case 1: ((batch1)f->batch)(count, threads, in[0], out); break;
-    case 2: ((batch2)f->batch)(count, threads, in[0], in[1], out); break;
-    case 3: ((batch3)f->batch)(count, threads, in[0], in[1], in[2], out); break;
-    case 4: ((batch4)f->batch)(count, threads, in[0], in[1], in[2], in[3], out); break;
-    default: ((batch5)f->batch)(count, threads, in[0], in[1], in[2], in[3], in[4], out); break;
-    }
-}
-
 /* The array a batch of `count` states is written into: the caller's out= when it is what the
    Python function takes ((B,) + the output's shape, (B, size) for a result in parts, (B,) for a
    number) and overlaps no input, else a new one. NULL without an exception: out= is not such
    an array (the Python function takes the call). */
 static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int nparts, Py_ssize_t ndim0,
                               const Py_ssize_t *shape0, Py_ssize_t out_size, const double *const *in,
-                              const Py_ssize_t *sizes, int n)
+                              const long *sizes, int n)
 {
     Py_ssize_t shape[4] = { count };
     int ndim;
@@ -241,25 +210,28 @@ static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int
    cffi's call does. NULL without an exception: not the common batch. */
 static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject *given, int threads)
 {
-    double numbers[MAX_INPUTS];
-    const double *in[MAX_INPUTS];
-    Py_ssize_t count = 0, sizes[MAX_INPUTS];
+    const rbdgen_function_t *c = f->c;
+    double numbers[RBDGEN_MAX_INPUTS], *out;
+    const double *in[RBDGEN_MAX_INPUTS];
+    Py_ssize_t count = 0;
+    long sizes[RBDGEN_MAX_INPUTS];
     PyObject *flat;
-    for (int i = 0; i < f->ninputs; ++i) {
-        if (f->number[i] && PyFloat_Check(args[i])) {
+    for (int i = 0; i < c->n_in; ++i) {
+        if (c->shared_in[i] && PyFloat_Check(args[i])) {
             numbers[i] = PyFloat_AS_DOUBLE(args[i]);
             in[i] = &numbers[i];
-        } else if (f->number[i] || (in[i] = rows_of(args[i], f->size[i], &count)) == NULL) {
+        } else if (c->shared_in[i] || (in[i] = rows_of(args[i], c->size_in[i], &count)) == NULL) {
             return NULL;
         }
     }
-    for (int i = 0; i < f->ninputs; ++i)
-        sizes[i] = f->number[i] ? 0 : count * f->size[i];
+    for (int i = 0; i < c->n_in; ++i)
+        sizes[i] = c->shared_in[i] ? 0 : (long)count * c->size_in[i];
     if ((flat = batch_target(given, count, f->scalar, f->nparts, f->ndim[0], f->shape[0], f->out_size, in, sizes,
-                             f->ninputs)) == NULL)
+                             c->n_in)) == NULL)
         return NULL;
+    out = (double *)PyArray_DATA((PyArrayObject *)flat);
     Py_BEGIN_ALLOW_THREADS
-    evaluate_batch(f, (long)count, threads, in, (double *)PyArray_DATA((PyArrayObject *)flat));
+    c->eval_batch((long)count, threads, in, &out, -1);
     Py_END_ALLOW_THREADS
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
 }
@@ -273,14 +245,15 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
 {
     PyObject *fallback = PyTuple_GET_ITEM(self, 0);
     const function_t *f = &functions[PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1))];
-    double numbers[MAX_INPUTS];
-    const double *in[MAX_INPUTS];
+    const rbdgen_function_t *c = f->c;
+    double numbers[RBDGEN_MAX_INPUTS], *out;
+    const double *in[RBDGEN_MAX_INPUTS];
     PyObject *given = NULL, *flat, *batch;
     int threads;
-    if (nargs != f->ninputs || !keywords(kwnames, args, nargs, &given, &threads))
+    if (nargs != c->n_in || !keywords(kwnames, args, nargs, &given, &threads))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (int i = 0; i < f->ninputs; ++i)   /* a batch: its first state input has two dimensions */
-        if (!f->number[i]) {
+    for (int i = 0; i < c->n_in; ++i)   /* a batch: its first state input has two dimensions */
+        if (!c->shared_in[i]) {
             if (PyArray_CheckExact(args[i]) && PyArray_NDIM((PyArrayObject *)args[i]) == 2) {
                 if ((batch = call_batch(f, args, given, threads)) != NULL || PyErr_Occurred())
                     return batch;
@@ -290,72 +263,67 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         }
     if (given != NULL && f->scalar)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (int i = 0; i < f->ninputs; ++i) {
-        if (f->number[i] && PyFloat_Check(args[i])) {
+    for (int i = 0; i < c->n_in; ++i) {
+        if (c->shared_in[i] && PyFloat_Check(args[i])) {
             numbers[i] = PyFloat_AS_DOUBLE(args[i]);
             in[i] = &numbers[i];
-        } else if ((in[i] = vector_of(args[i], f->size[i])) == NULL) {
+        } else if ((in[i] = vector_of(args[i], c->size_in[i])) == NULL) {
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
         }
     }
     if (f->scalar) {
         double value;
-        evaluate(f, in, &value);
+        out = &value;
+        c->eval(in, &out, -1);
         return PyFloat_FromDouble(value);
     }
-    if (given != NULL && target_of(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size, in, f->size,
-                                   f->ninputs) == NULL)
+    if (given != NULL && target_of(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size, in, c->size_in,
+                                   c->n_in) == NULL)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if ((flat = written_into(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size)) == NULL)
         return NULL;
-    evaluate(f, in, (double *)PyArray_DATA((PyArrayObject *)flat));
+    out = (double *)PyArray_DATA((PyArrayObject *)flat);
+    c->eval(in, &out, -1);
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
 }
 
-typedef void (*frame_inputs1)(long, const double *, const double *, double *);
-typedef void (*frame_inputs2)(long, const double *, const double *, const double *, double *);
-typedef void (*frame_inputs3)(long, const double *, const double *, const double *, const double *, double *);
-
-static void evaluate_frame(void (*fn)(void), int nstates, long body, const double *const *in, const double *placement,
-                           double *out)
+/* A frame quantity of one state, or (count > 0) of a batch, through the uniform entry: the
+   state inputs `states`, then the frame's placement (one for the whole batch). */
+static void evaluate_frame(const rbdgen_function_t *c, Py_ssize_t count, int threads, long body,
+                           const double *const *states, const double *placement, double *out)
 {
-    switch (nstates) {
-    case 1: ((frame_inputs1)fn)(body, in[0], placement, out); break;
-    case 2: ((frame_inputs2)fn)(body, in[0], in[1], placement, out); break;
-    default: ((frame_inputs3)fn)(body, in[0], in[1], in[2], placement, out); break;
-    }
+    const double *in[RBDGEN_MAX_INPUTS];
+    for (int i = 0; i + 1 < c->n_in; ++i)
+        in[i] = states[i];
+    in[c->n_in - 1] = placement;
+    if (count > 0)
+        c->eval_batch((long)count, threads, in, &out, body);
+    else
+        c->eval(in, &out, body);
 }
-
-typedef void (*frame_batch1)(long, int, long, const double *, const double *, double *);
-typedef void (*frame_batch2)(long, int, long, const double *, const double *, const double *, double *);
-typedef void (*frame_batch3)(long, int, long, const double *, const double *, const double *, const double *,
-                             double *);
 
 /* A frame quantity of a batch in the common call: every state input a (B, n) array as rows_of
    takes it, out= as batch_target takes it; the frame's placement one for the whole batch.
    NULL without an exception: not the common batch. */
-static PyObject *call_frame_batch(const frame_kind_t *f, void (*batch)(void), long body, const double *placement,
+static PyObject *call_frame_batch(const frame_kind_t *f, const rbdgen_function_t *c, long body, const double *placement,
                                   PyObject *const *args, PyObject *given, int threads)
 {
     const double *in[3];
-    Py_ssize_t count = 0, sizes[3];
+    Py_ssize_t count = 0;
+    long sizes[3];
     PyObject *flat;
     double *out;
     for (int i = 0; i < f->nstates; ++i) {
         if ((in[i] = rows_of(args[i], f->size[i], &count)) == NULL)
             return NULL;
-        sizes[i] = count * f->size[i];
+        sizes[i] = (long)count * f->size[i];
     }
     if ((flat = batch_target(given, count, 0, f->nparts, f->ndim[0], f->shape[0], f->out_size, in, sizes,
                              f->nstates)) == NULL)
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     Py_BEGIN_ALLOW_THREADS
-    switch (f->nstates) {
-    case 1: ((frame_batch1)batch)((long)count, threads, body, in[0], placement, out); break;
-    case 2: ((frame_batch2)batch)((long)count, threads, body, in[0], in[1], placement, out); break;
-    default: ((frame_batch3)batch)((long)count, threads, body, in[0], in[1], in[2], placement, out); break;
-    }
+    evaluate_frame(c, count, threads, body, in, placement, out);
     Py_END_ALLOW_THREADS
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
 }
@@ -392,10 +360,10 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (PyUnicode_CheckExact(args[nargs - 1]) && PyUnicode_CompareWithASCIIString(args[nargs - 1], reference_names[r]) == 0)
                 reference = r;
     }
-    if (reference < 0 || f->fn[reference] == NULL)
+    if (reference < 0 || f->c[reference] == NULL)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if (PyArray_CheckExact(args[0]) && PyArray_NDIM((PyArrayObject *)args[0]) == 2) {   /* a batch */
-        batch = call_frame_batch(f, f->batch[reference], frame_body[j], frame_placement[j], args, given, threads);
+        batch = call_frame_batch(f, f->c[reference], frame_body[j], frame_placement[j], args, given, threads);
         if (batch != NULL || PyErr_Occurred())
             return batch;
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
@@ -408,7 +376,7 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if ((flat = written_into(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size)) == NULL)
         return NULL;
-    evaluate_frame(f->fn[reference], f->nstates, frame_body[j], in, frame_placement[j],
+    evaluate_frame(f->c[reference], 0, 0, frame_body[j], in, frame_placement[j],
                    (double *)PyArray_DATA((PyArrayObject *)flat));
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
 }
@@ -448,7 +416,7 @@ static PyObject *call_point(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     if (zeros != NULL)
         in[2] = zeros;
-    evaluate_frame(f->fn, f->zero_acceleration ? 3 : f->nstates, frame_body[j], in, placement, flat);
+    evaluate_frame(f->c, 0, 0, frame_body[j], in, placement, flat);
     if ((result = written_into(given, 1, ndim, shape, 3 * cols)) != NULL) {
         out = (double *)PyArray_DATA((PyArrayObject *)result);
         for (Py_ssize_t i = 0; i < 3 * cols; ++i)   /* the linear rows come first */
@@ -469,25 +437,26 @@ static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t
 {
     PyObject *fallback = PyTuple_GET_ITEM(self, 0);
     const function_t *f = &declared[PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1))];
-    const double *in[MAX_INPUTS];
+    const rbdgen_function_t *c = f->c;
+    const double *in[RBDGEN_MAX_INPUTS];
     const double zero = 0.0;
     int states = 0;
     double largest = 0.0, *out;
     PyObject *given = NULL, *flat;
-    for (int i = 0; i < f->ninputs; ++i)
-        states += !f->number[i];
+    for (int i = 0; i < c->n_in; ++i)
+        states += !c->shared_in[i];
     if (nargs != states || !only_out(kwnames, args, nargs, &given))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (int i = 0, a = 0; i < f->ninputs; ++i)
-        if ((in[i] = f->number[i] ? &zero : vector_of(args[a++], f->size[i])) == NULL)
+    for (int i = 0, a = 0; i < c->n_in; ++i)
+        if ((in[i] = c->shared_in[i] ? &zero : vector_of(args[a++], c->size_in[i])) == NULL)
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    if (given != NULL && target_of(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size, in, f->size,
-                                   f->ninputs) == NULL)
+    if (given != NULL && target_of(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size, in, c->size_in,
+                                   c->n_in) == NULL)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if ((flat = written_into(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size)) == NULL)
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
-    evaluate(f, in, out);
+    c->eval(in, &out, -1);
     if (f->pivots) {
         const Py_ssize_t first = f->start[f->nparts - 1];
         int clear = 1;

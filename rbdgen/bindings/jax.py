@@ -93,7 +93,8 @@ class Bridge:
         an array, or its parts, each a result of the FFI call of its own (slices of one result
         would cost XLA an operation each, 1 us and more)."""
         spec = self.m._TABLE[fname]
-        kernel, batch = self.address(spec.c), self.address(spec.batch)
+        cname = f"rbdgen_{self.m._META['module']}_{fname}"   # its uniform entry, one type for all
+        kernel, batch = (self.address(getattr(self.m._lib, cname + suffix)) for suffix in ("_eval", "_eval_batch"))
         shared = np.int64(sum(1 << k for k, s in enumerate(spec.shared) if s))
         parts = spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
         split = len(parts) > 1

@@ -3,8 +3,9 @@
    robot.jax() call (rbdgen/bindings/jax.py).
 
    One handler serves every function. Its attributes say which: `kernel` and `batch`, the
-   addresses of the function and of its batch entry point (<fn>, <fn>_batch in the module's
-   extension, loaded in the same process), `body` (-1, or the body of a frame function), `shared` (a bit per input
+   addresses of the function's uniform entry and of its batch form (<fn>_eval, <fn>_eval_batch
+   in the module's extension, loaded in the same process: one type for every function), `body`
+   (a frame function's body, passed to every function), `shared` (a bit per input
    that a batch entry point takes once for the whole batch: a placement, dt, damping) and
    `threads` (as the module's functions take them). The Python side passes every input as
    (..., size) and the results as (..., size) with the same leading dimensions (a batch of its
@@ -18,33 +19,12 @@
 
 #include "xla/ffi/api/c_api.h"
 
-#define MAX_INPUTS 5
+#define MAX_INPUTS 8
 #define MAX_PARTS 8
 
-typedef void (*any_t)(void);
-
-/* The batch entry points, by count of inputs, without and with a body (frame functions). */
-typedef void (*batch1_t)(long, int, const double *, double *);
-typedef void (*batch2_t)(long, int, const double *, const double *, double *);
-typedef void (*batch3_t)(long, int, const double *, const double *, const double *, double *);
-typedef void (*batch4_t)(long, int, const double *, const double *, const double *, const double *, double *);
-typedef void (*batch5_t)(long, int, const double *, const double *, const double *, const double *,
-                         const double *, double *);
-/* The functions themselves (one state: no OpenMP region to enter) */
-typedef void (*single1_t)(const double *, double *);
-typedef void (*single2_t)(const double *, const double *, double *);
-typedef void (*single3_t)(const double *, const double *, const double *, double *);
-typedef void (*single4_t)(const double *, const double *, const double *, const double *, double *);
-typedef void (*single5_t)(const double *, const double *, const double *, const double *, const double *, double *);
-typedef void (*on_body1_t)(long, const double *, double *);
-typedef void (*on_body2_t)(long, const double *, const double *, double *);
-typedef void (*on_body3_t)(long, const double *, const double *, const double *, double *);
-typedef void (*on_body4_t)(long, const double *, const double *, const double *, const double *, double *);
-typedef void (*body1_t)(long, int, long, const double *, double *);
-typedef void (*body2_t)(long, int, long, const double *, const double *, double *);
-typedef void (*body3_t)(long, int, long, const double *, const double *, const double *, double *);
-typedef void (*body4_t)(long, int, long, const double *, const double *, const double *, const double *,
-                        double *);
+/* rbdgen_function_t's eval and eval_batch (the module's header) */
+typedef void (*eval_t)(const double *const *in, double *const *out, long body);
+typedef void (*eval_batch_t)(long n, int threads, const double *const *in, double *const *out, long body);
 
 static XLA_FFI_Error *failure(const XLA_FFI_Api *api, const char *message)
 {
@@ -73,48 +53,6 @@ static int64_t attribute(const XLA_FFI_Attrs *attrs, const char *name, int64_t f
     return fallback;
 }
 
-/* One state through the function itself */
-static void one(any_t kernel, long body, const double *const *in, int ninputs, double *out)
-{
-    if (body < 0) {
-        switch (ninputs) {
-        case 1: ((single1_t)kernel)(in[0], out); break;
-        case 2: ((single2_t)kernel)(in[0], in[1], out); break;
-        case 3: ((single3_t)kernel)(in[0], in[1], in[2], out); break;
-        case 4: ((single4_t)kernel)(in[0], in[1], in[2], in[3], out); break;
-        default: ((single5_t)kernel)(in[0], in[1], in[2], in[3], in[4], out); break;
-        }
-    } else {
-        switch (ninputs) {
-        case 1: ((on_body1_t)kernel)(body, in[0], out); break;
-        case 2: ((on_body2_t)kernel)(body, in[0], in[1], out); break;
-        case 3: ((on_body3_t)kernel)(body, in[0], in[1], in[2], out); break;
-        default: ((on_body4_t)kernel)(body, in[0], in[1], in[2], in[3], out); break;
-        }
-    }
-}
-
-/* n states through the batch entry point */
-static void many(any_t kernel, long body, long n, int threads, const double *const *in, int ninputs, double *out)
-{
-    if (body < 0) {
-        switch (ninputs) {
-        case 1: ((batch1_t)kernel)(n, threads, in[0], out); break;
-        case 2: ((batch2_t)kernel)(n, threads, in[0], in[1], out); break;
-        case 3: ((batch3_t)kernel)(n, threads, in[0], in[1], in[2], out); break;
-        case 4: ((batch4_t)kernel)(n, threads, in[0], in[1], in[2], in[3], out); break;
-        default: ((batch5_t)kernel)(n, threads, in[0], in[1], in[2], in[3], in[4], out); break;
-        }
-    } else {
-        switch (ninputs) {
-        case 1: ((body1_t)kernel)(n, threads, body, in[0], out); break;
-        case 2: ((body2_t)kernel)(n, threads, body, in[0], in[1], out); break;
-        case 3: ((body3_t)kernel)(n, threads, body, in[0], in[1], in[2], out); break;
-        default: ((body4_t)kernel)(n, threads, body, in[0], in[1], in[2], in[3], out); break;
-        }
-    }
-}
-
 XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
 {
     /* XLA first asks which version of the API the handler was compiled against */
@@ -129,14 +67,14 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
     if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
         return NULL;
     const XLA_FFI_Api *api = frame->api;
-    any_t kernel = (any_t)(uintptr_t)attribute(&frame->attrs, "kernel", 0);
-    any_t batch = (any_t)(uintptr_t)attribute(&frame->attrs, "batch", 0);
+    eval_t kernel = (eval_t)(uintptr_t)attribute(&frame->attrs, "kernel", 0);
+    eval_batch_t batch = (eval_batch_t)(uintptr_t)attribute(&frame->attrs, "batch", 0);
     long body = (long)attribute(&frame->attrs, "body", -1);
     int64_t shared = attribute(&frame->attrs, "shared", 0);
     int threads = (int)attribute(&frame->attrs, "threads", 0);
     int ninputs = (int)frame->args.size;
     int nparts = (int)frame->rets.size;
-    if (kernel == NULL || batch == NULL || ninputs < 1 || ninputs > (body < 0 ? MAX_INPUTS : MAX_INPUTS - 1)
+    if (kernel == NULL || batch == NULL || ninputs < 1 || ninputs > MAX_INPUTS
             || nparts < 1 || nparts > MAX_PARTS)
         return failure(api, "rbdgen: a call of the JAX handler that rbdgen's jax.py did not make");
 
@@ -182,16 +120,17 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
     double *out = part[0];
     if (nparts > 1 && (out = malloc((size_t)n * (size_t)out_size * sizeof(double))) == NULL)
         return failure(api, "rbdgen: out of memory for the results");
-    if (n == 1)
-        one(kernel, body, in, ninputs, out);
+    if (n == 1)   /* one state: no OpenMP region to enter */
+        kernel(in, &out, body);
     else if (uniform)
-        many(batch, body, n, threads, in, ninputs, out);
+        batch(n, threads, in, &out, body);
     else
         for (long k = 0; k < n; ++k) {
             const double *state[MAX_INPUTS];
+            double *at = out + k * out_size;
             for (int i = 0; i < ninputs; ++i)
                 state[i] = in[i] + k * size[i];
-            one(kernel, body, state, ninputs, out + k * out_size);
+            kernel(state, &at, body);
         }
     if (nparts > 1) {
         for (long k = 0; k < n; ++k)

@@ -36,7 +36,7 @@ from .cprinter import sanitize_identifier
 from .compilation import generate_and_compile
 from .objects import BuildCache
 from .options import BuildOptions
-from .render import (kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
+from .render import (build_info_declaration, kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
 
@@ -296,7 +296,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
 
     write_glue(f"{prefix}_batch.c", render_batch(module, header, signatures), flags + openmp_flags())
     write_glue(f"{prefix}_info.c", render_info(module, header, build_info(key, model.nq, model.nv, len(specs)),
-                                               frame_entries), flags)
+                                               frame_entries, signatures), flags)
     # CasADi's external interface (in the extension and in an export, for casadi.external)
     api = f"{prefix}_casadi_api.h"
     bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
@@ -308,7 +308,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
     write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries),
                _python_extension_flags("-O2"))
-    _emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points")
+    _emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
+                      [build_info_declaration(module)] + [line for sig in signatures for line in sig["declarations"]])
     # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
     # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
     glue[f"{extension}.c"] = _python_extension_flags("-O0")
@@ -340,20 +341,16 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     store.prune()
 
 
-def _emit_cffi_source(work, extension, header, entry_points):
+def _emit_cffi_source(work, extension, header, entry_points, declarations):
     """Write the C of the cffi extension, <extension>.c: the C functions' Python wrappers
     (cffi's out-of-line API mode) and the function that makes the direct entry points, which
     calls.c defines. Compiled and linked here, with the function objects, rather than through
-    setuptools, so that it compiles beside them."""
+    setuptools, so that it compiles beside them. declarations: the C prototypes (the
+    signatures' own, which the header prints too)."""
     from cffi import FFI
     made_by_calls = f"void *{entry_points}(void *fallbacks);"
-    cdef = [made_by_calls]
-    with open(os.path.join(work, header)) as f:
-        for line in f:
-            if line.startswith(("void ", "const char *")):
-                cdef.append(line.strip())
     ffi = FFI()
-    ffi.cdef("\n".join(cdef))
+    ffi.cdef("\n".join([made_by_calls] + [d + ";" for d in declarations]))
     ffi.set_source(extension, f'#include "{header}"\n{made_by_calls}\n')
     with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <path>"
         ffi.emit_c_code(os.path.join(work, f"{extension}.c"))

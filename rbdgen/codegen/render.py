@@ -1,12 +1,10 @@
 """Straight-line programs -> C source and header, through Jinja2 templates (data only)."""
 
-import re
-
 import jinja2
 
 from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
-from .expr import free_symbols
+from .expr import Expr, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..table.functions import POINTS
 from ..table.inputs import INPUTS
@@ -35,17 +33,20 @@ def signature(module, spec, model):
             count *= d
         parts.append((start, start + count, tuple(part_shape), part_name))
         start += count
+    cname = f"rbdgen_{module}_{spec.name}"
+    inputs = [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default}
+              for name, size in spec.input_sizes(model)]
     return {
         "name": spec.name,
-        "cname": f"rbdgen_{module}_{spec.name}",
+        "cname": cname,
         "parts": [list(p) for p in parts],
         "parts_text": repr(tuple(p[:3] for p in parts)),
         "part_names": ", ".join(p[3] for p in parts),
         "doc": spec.doc.replace("*/", "* /"),
         # `batched`: a batch call advances it state by state (q, v, ...); the others
         # (a frame's placement) hold for every state of the batch
-        "inputs": [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default}
-                   for name, size in spec.input_sizes(model)],
+        "inputs": inputs,
+        "declarations": declarations(cname, spec.per_body, [x["name"] for x in inputs]),
         "kind": spec.kind,
         "per_body": spec.per_body,
         # a function of a frame: its public function, this program's reference frame, the default one
@@ -63,6 +64,26 @@ def signature(module, spec, model):
         "out_size": size,
         "scalar": spec.scalar,
     }
+
+
+# The uniform entry of every generated function, and its batch form (rbdgen's one calling
+# convention: the hosts call any function through these, whatever its inputs; module.h.j2).
+UNIFORM_ENTRY = "(const double *const *in, double *const *out, long body)"
+UNIFORM_BATCH = "(long n, int threads, const double *const *in, double *const *out, long body)"
+
+
+def declarations(cname, per_body, inputs):
+    """The C prototypes of a generated function: named and typed (for C users), its _batch
+    form, and its uniform entry _eval and _eval_batch. The public header prints them and
+    cffi's declarations are these, so the two cannot differ."""
+    body = "long body, " if per_body else ""
+    named = "".join(f"const double *{name}, " for name in inputs) + "double *out"
+    return [f"void {cname}({body}{named})", f"void {cname}_batch(long n, int threads, {body}{named})",
+            f"void {cname}_eval{UNIFORM_ENTRY}", f"void {cname}_eval_batch{UNIFORM_BATCH}"]
+
+
+def build_info_declaration(module):
+    return f"const char *rbdgen_{module}_build_info(void)"
 
 
 # gcc's register allocation grows much faster than linearly with the length of a function
@@ -155,10 +176,7 @@ def kernel_data(program, part_statements):
     # entries the solve after the program overwrites (an identity block) need no zeros first
     solved = program.solve.overwritten() if program.solve else []
     zeros = sorted(set(k for k, e in enumerate(program.outputs) if e == 0) - set(solved))
-    # The program runs on vectors of states too (rbdgen_lanes) when its expressions are
-    # arithmetic and square roots: a conditional (IfLess) or another function has no vector form.
-    texts = [line.get("expr", "") for lines in rendered for line in lines] + [v for _, v in outputs]
-    lanes = not any("?" in t or set(_CALLED.findall(t)) - {"sqrt"} for t in texts)
+    lanes = _vectorizable([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
     # A program in parts stores its outputs from functions of at most PART_STATEMENTS stores
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
     # regressor) grows faster than linearly.
@@ -170,7 +188,20 @@ def kernel_data(program, part_statements):
                 zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
 
 
-_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+def _vectorizable(exprs):
+    """Whether a program runs on vectors of states too (rbdgen_lanes): its expressions are
+    arithmetic and square roots. A conditional (IfLess), another function (sin, atan2) or a
+    power other than an integer or +-1/2 (printed pow()) has no vector form."""
+    seen, stack = set(), list(exprs)
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Expr) or x.is_Symbol or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.is_Call or (x.is_Mul and any(type(e) is not int and e not in (0.5, -0.5) for e in x.items.values())):
+            return False
+        stack.extend(x.items)   # a sum's terms, a product's bases
+    return True
 
 
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
@@ -212,7 +243,8 @@ def render_header(module, functions, model, frames, contacts):
                 for j in model.joints],
         frames=[{"name": c_comment_text(f.name), "body": f.body} for f in frames],
         contacts=[{"spec": c_comment_text(c.describe()), "rows": c.rows} for c in contacts],
-        contact_rows=sum(c.rows for c in contacts), functions=functions)
+        contact_rows=sum(c.rows for c in contacts), functions=functions,
+        build_info=build_info_declaration(module))
 
 
 def kernels_header_name(module):
@@ -232,11 +264,12 @@ def render_batch(module, header, functions):
                                          functions=functions)
 
 
-def render_info(module, header, info, frames):
-    """build_info and the frame table. frames: [(name, body, placement entries)]."""
+def render_info(module, header, info, frames, functions):
+    """build_info, the frame table and every function's metadata (its rbdgen_function_t).
+    frames: [(name, body, placement entries)]; functions: their signatures."""
     assert all(c.isalnum() or c == " " for c in info)  # hex key and counts: nothing to escape
     return template("info.c.j2").render(
-        version=__version__, module=module, header=header, info=info,
+        version=__version__, module=module, header=header, info=info, functions=functions,
         frames=[{"literal": c_string(name), "body": int(body), "placement": [repr(float(x)) for x in placement]}
                 for name, body, placement in frames])
 
@@ -248,8 +281,8 @@ def render_calls(module, header, functions, nq, nv, frames):
     direct = [fn for fn in functions if fn["direct"]]
     declared = [fn for fn in functions if fn["declared"]]
     kinds, points = frame_kinds(functions), point_kinds(functions)
-    assert all(len(fn["inputs"]) <= 5 for fn in direct + declared), "calls.c's evaluate() takes at most 5 inputs"
     return template("calls.c.j2").render(
+        max_inputs=max(len(fn["inputs"]) for fn in functions),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
         frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
@@ -349,7 +382,7 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
             "jac_in_names": names + ["out_" + o["name"] for o in outputs],
             "jac_out_names": [f"jac_{o['name']}_{x['name']}" for o, x in jac_out],
             "jac_sparsity": [[size(o["sparsity"]), size(x["sparsity"]), 1] for o, x in jac_out],
-            "zeros": zeros, "work": max(fn["out_size"], sum(s["out_size"] for s in sources)) + zeros})
+            "zeros": zeros, "work": max(fn["out_size"], sum(by_name[s["name"]]["out_size"] for s in sources)) + zeros})
         served = [k for k, (_, body, _) in enumerate(frames) if body in (fn["bodies"] or ())] if fn["per_body"] \
             else [None]
         symbols += [{"symbol": casadi_symbol(module, fn["name"], k), "row": row, "frame": k, "jacobian": bool(sources)}
@@ -358,7 +391,8 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         version=__version__, header=header, api=api, functions=rows, symbols=symbols,
         frames=[{"body": int(body), "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames],
         max_in=max([1] + [len(r["inputs"]) for r in rows]), max_out=max([1] + [len(r["outputs"]) for r in rows]),
-        max_sources=max([1] + [len(r["sources"]) for r in rows]))
+        max_sources=max([1] + [len(r["sources"]) for r in rows]),
+        max_call_in=max(len(fn["inputs"]) for fn in functions))
 
 
 def _casadi_call(fn, names):
@@ -366,8 +400,7 @@ def _casadi_call(fn, names):
     inputs (`names`) it reads, in its own order; the placement is the frame's, held inputs zero."""
     where = lambda x: "RBDGEN_CASADI_PLACEMENT" if x == "placement" else \
         str(names.index(x)) if x in names else "RBDGEN_CASADI_ZEROS"
-    return {"name": fn["name"], "cname": fn["cname"], "per_body": int(bool(fn["per_body"])),
-            "inputs": [where(x["name"]) for x in fn["inputs"]], "out_size": fn["out_size"]}
+    return {"name": fn["name"], "cname": fn["cname"], "inputs": [where(x["name"]) for x in fn["inputs"]]}
 
 
 def _matrix(shape):
