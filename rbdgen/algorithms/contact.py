@@ -1,8 +1,11 @@
-"""Contacts and impacts chosen at call time (seed 000 §2.2, §2.3; seed 001 §6.3).
+"""The task space chosen at call time: frames by name, points fixed in them, and contacts and
+impacts (seed 000 §2.2, §2.3; seed 001 §6.3).
 
-A call-time contact list is assembled from the frame functions, which the generated code
-(or the reference) computes: each contact's rows of the constraint Jacobian G come from its
-point's Jacobian, and its rows of gamma = -G-dot v from the point's acceleration at zero
+The public functions of frames and points are written here once, from the function table's
+rows, for the generated module, the reference and JAX alike: each gives the computation of a
+frame quantity (its C, the algorithm on numbers, the XLA FFI). A call-time contact list is
+assembled from the point functions: each contact's rows of the constraint Jacobian G come from
+its point's Jacobian, and its rows of gamma = -G-dot v from the point's acceleration at zero
 joint acceleration. The small dense solves that follow run on NumPy. This file imports
 nothing from rbdgen: the build copies it into every generated package, so the reference and
 the generated module share one implementation.
@@ -141,3 +144,65 @@ def impulse_dynamics(Minv, v_minus, G, restitution=0.0, damping=0.0):
     restitution, damping = check_restitution(restitution), check_damping(damping)
     Lambda = -(1.0 + restitution) * (_contact_space_inverse(G, Minv, damping) @ (G @ v_minus))
     return v_minus + Minv @ (G.T @ Lambda), Lambda
+
+
+# ------------------------------------------------------------- frames and points, by name ---
+# The public functions of frames and points, written once for the module (bindings/runtime.py),
+# the reference (runtime/reference.py) and JAX (bindings/jax.py), from the function table's
+# rows: each side gives `evaluate`, which computes a frame quantity its own way (generated C,
+# the algorithm on numbers, the XLA FFI); the signatures, the reference frame's check, and the
+# points' rows and signs are here.
+
+def close_names(name, choices):
+    """'did you mean 'a', 'b'? ' for the choices close to `name`, else ''."""
+    import difflib
+    close = difflib.get_close_matches(str(name), list(choices), n=3)
+    return f"did you mean {', '.join(map(repr, close))}? " if close else ""
+
+
+def check_reference(reference, references):
+    if not isinstance(reference, str) or reference not in references:
+        raise ValueError(f"reference {reference!r} is unknown; use one of {', '.join(references)}")
+
+
+def _define(name, params, call, scope, doc):
+    """A function `name` with these parameters (text) whose body returns `call` (text)."""
+    exec(f"def {name}({', '.join(params)}):\n    return {call}\n", scope)
+    function = scope[name]
+    function.__doc__ = doc
+    return function
+
+
+def frame_function(family, states, default, doc, evaluate, references, lead=(), keywords=()):
+    """The public function `family`(*lead, *states, frame[, reference=default], *keywords): a
+    frame quantity by frame name (or index) and reference frame (default None: it takes none).
+    evaluate(*lead, family, reference, frame, states, **keywords) computes it; `keywords` are
+    passed through with their defaults (out=None, threads=0)."""
+    params = [*lead, *states, "frame"] + ([f"reference={default!r}"] if default else []) + \
+        [f"{k}={v!r}" for k, v in keywords]
+    call = (f"_evaluate({''.join(x + ', ' for x in lead)}{family!r}, "
+            f"{'_check(reference)' if default else 'None'}, frame, ({''.join(s + ', ' for s in states)}), "
+            f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
+    check = lambda reference: check_reference(reference, references) or reference
+    return _define(family, params, call, {"_evaluate": evaluate, "_check": check}, doc)
+
+
+def point_function(name, states, source, doc, evaluate, finish=None, lead=(), keywords=()):
+    """The public function `name`(*lead, *states, frame, point, *keywords): the linear rows of
+    the frame quantity `source` (a family, in local_world_aligned) at `point`, fixed in the
+    frame (frame coordinates). point_gamma, -J-dot v, is the classical acceleration at zero
+    q-ddot, negated. evaluate(*lead, source, reference, frame, states, point=point, **keywords)
+    computes the frame quantity; finish(rows, out) returns the result (into out=)."""
+    gamma, matrix = name == "point_gamma", source == "frame_jacobian"
+    params = [*lead, *states, "frame", "point"] + [f"{k}={v!r}" for k, v in keywords]
+    call = (f"_rows({''.join(x + ', ' for x in lead)}({''.join(s + ', ' for s in states)}), frame, point, "
+            f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
+
+    def rows(*args, out=None, **keywords):
+        *lead_values, state, frame, point = args
+        if gamma:   # q-ddot zero: the acceleration's velocity term
+            state = state + (np.zeros(np.shape(state[-1])),)
+        value = evaluate(*lead_values, source, "local_world_aligned", frame, state, point=point, **keywords)
+        linear = -value[..., :3] if gamma else value[..., :3, :] if matrix else value[..., :3]
+        return finish(linear, out) if finish else linear
+    return _define(name, params, call, {"_rows": rows}, doc)

@@ -292,22 +292,26 @@ def _frame(frame):
     else:
         found = None
     if found is None:
-        import difflib
-        close = difflib.get_close_matches(str(frame), frames, n=3)
-        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-        raise ValueError(f"unknown frame {frame!r}; {hint}`frames` lists the {len(frames)} frames of this "
-                         "module (by name, or by index from 0)")
+        raise ValueError(f"unknown frame {frame!r}; {_contact.close_names(frame, frames)}`frames` lists the "
+                         f"{len(frames)} frames of this module (by name, or by index from 0)")
     return found
 
 
-def _of_frame(kind, reference):
-    """The generated function of a frame quantity in `reference`."""
-    if reference not in _REFERENCES:
-        raise ValueError(f"reference {reference!r} is unknown; use one of {', '.join(_REFERENCES)}")
-    function = globals().get(f"_{kind}_{reference}")
+def _of_frame(family, reference):
+    """The generated function of a frame quantity in `reference` (None: the family's only one)."""
+    fname = f"{family}_{reference}" if reference else family
+    function = globals().get("_" + fname)
     if function is None:
-        raise ValueError(f"this module was built without {kind}_{reference}; rebuild it with that function")
+        raise ValueError(f"this module was built without {fname}; rebuild it with that function")
     return function
+
+
+def _frame_quantity(family, reference, frame, states, point=None, out=None, threads=0):
+    """A frame quantity of the generated code, by frame name or index (at `point` in the frame)."""
+    body, placement = _frame(frame)
+    if point is not None:
+        placement = _contact.point_placement(placement, point)
+    return _of_frame(family, reference)(body, *states, placement, out=out, threads=threads)
 
 
 def _into(part, out):
@@ -319,98 +323,20 @@ def _into(part, out):
     return out
 
 
-def frame_placement(q, frame, out=None, threads=0):
-    """(R, p): the frame's rotation (frame -> world axes) and origin in world coordinates.
-
-    frame: a name or an index in `frames`. With a batch q (B, nq): R (B, 3, 3), p (B, 3).
-    out: a (12,) or (B, 12) array for R row-major, then p (R and p are views of it).
-    """
-    body, placement = _frame(frame)
-    return _frame_placement(body, q, placement, out=out, threads=threads)
-
-
-def frame_jacobian(q, frame, reference="local_world_aligned", out=None, threads=0):
-    """6 x nv Jacobian of the frame, rows [linear; angular], J v = the frame's velocity.
-
-    reference: "local" (frame axes, at the frame origin), "world" (world axes, at the world
-    origin) or "local_world_aligned" (world axes, at the frame origin). Columns of joints
-    that do not move the frame are zero.
-    """
-    body, placement = _frame(frame)
-    return _of_frame("frame_jacobian", reference)(body, q, placement, out=out, threads=threads)
+# The public functions of frames and points (rbdgen.algorithms.contact), those built: by frame
+# name or index, in a reference frame.
+_KEYWORDS = (("out", None), ("threads", 0))
+for _fname, _row in _META["functions"].items():
+    if _row["per_body"] and _row["family"] not in globals():
+        globals()[_row["family"]] = _contact.frame_function(
+            _row["family"], [n for n, _ in _row["inputs"] if n != "placement"], _row["default_reference"],
+            _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS)
+for _name, _point in _META["points"].items():
+    if f"{_point['family']}_{_META['point_reference']}" in _META["functions"]:
+        globals()[_name] = _contact.point_function(_name, _point["states"], _point["family"], _point["doc"],
+                                                   _frame_quantity, _into, keywords=_KEYWORDS)
 
 
-def point_jacobian(q, frame, point, out=None, threads=0):
-    """3 x nv: the world velocity of a point fixed in `frame` (frame coordinates) is J v."""
-    body, placement = _frame(frame)
-    J = _frame_jacobian_local_world_aligned(body, q, _contact.point_placement(placement, point), threads=threads)
-    return _into(J[..., :3, :], out)
-
-
-def frame_velocity(q, v, frame, reference="local", out=None, threads=0):
-    """The frame's spatial velocity [linear; angular] in `reference` (see frame_jacobian)."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_velocity", reference)(body, q, v, placement, out=out, threads=threads)
-
-
-def point_velocity(q, v, frame, point, out=None, threads=0):
-    """World velocity of a point fixed in `frame` (given in frame coordinates)."""
-    body, placement = _frame(frame)
-    velocity = _frame_velocity_local_world_aligned(body, q, v, _contact.point_placement(placement, point),
-                                                   threads=threads)
-    return _into(velocity[..., :3], out)
-
-
-def frame_acceleration(q, v, a, frame, reference="local", out=None, threads=0):
-    """The frame's spatial acceleration [linear; angular] (no gravity) in `reference`."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_acceleration", reference)(body, q, v, a, placement, out=out, threads=threads)
-
-
-def frame_jacobian_time_variation(q, v, frame, reference="local_world_aligned", out=None, threads=0):
-    """dJ/dt of the frame's 6 x nv Jacobian in `reference` as q moves along v, rows [linear;
-    angular] (Pinocchio's getFrameJacobianTimeVariation). J-dot v is the frame's acceleration
-    at zero q-ddot: spatial in local and world, classical in local_world_aligned."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_jacobian_time_variation", reference)(body, q, v, placement, out=out, threads=threads)
-
-
-def frame_velocity_derivatives(q, v, frame, reference="local", out=None, threads=0):
-    """(d/dq, d/dv) of the frame's spatial velocity in `reference`, each 6 x nv, rows [linear;
-    angular], q in the tangent space (Pinocchio's getFrameVelocityDerivatives)."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_velocity_derivatives", reference)(body, q, v, placement, out=out, threads=threads)
-
-
-def frame_acceleration_derivatives(q, v, a, frame, reference="local", out=None, threads=0):
-    """(d/dq, d/dv, d/da) of the frame's spatial acceleration in `reference`, each 6 x nv
-    (Pinocchio's getFrameAccelerationDerivatives: its a_partial_dq, a_partial_dv, a_partial_da)."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_acceleration_derivatives", reference)(body, q, v, a, placement, out=out, threads=threads)
-
-
-def frame_classical_acceleration(q, v, a, frame, reference="local", out=None, threads=0):
-    """The classical acceleration of the frame's origin and its angular acceleration, rows
-    [linear; angular], in `reference` (Pinocchio's getFrameClassicalAcceleration)."""
-    body, placement = _frame(frame)
-    return _of_frame("frame_classical_acceleration", reference)(body, q, v, a, placement, out=out, threads=threads)
-
-
-def point_acceleration(q, v, a, frame, point, out=None, threads=0):
-    """World acceleration of the point: J a + J-dot v."""
-    body, placement = _frame(frame)
-    acc = _frame_classical_acceleration_local_world_aligned(body, q, v, a, _contact.point_placement(placement, point),
-                                                            threads=threads)
-    return _into(acc[..., :3], out)
-
-
-def point_gamma(q, v, frame, point, out=None, threads=0):
-    """The contact Hessian term gamma = -J-dot v of the point (RBDL paper §6.4)."""
-    body, placement = _frame(frame)
-    zero = _np.zeros(_np.shape(v))
-    acc = _frame_classical_acceleration_local_world_aligned(body, q, v, zero, _contact.point_placement(placement, point),
-                                                            threads=threads)
-    return _into(-acc[..., :3], out)
 def _constraints(q, v, contacts, gamma=True):
     """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions."""
     if not _CALL_TIME_CONTACTS:
@@ -607,23 +533,11 @@ def base_parameter_map():
 # the public functions of a frame built, each with its default reference (None: it takes none)
 _FAMILIES = {spec.family: _META["functions"][name]["default_reference"] for name, spec in _TABLE.items()
              if spec.per_body}
-_KINDS = {family[len("frame_"):] for family in _FAMILIES if _FAMILIES[family]}
-_CALL_TIME_CONTACTS = {"frame_jacobian_local_world_aligned", "frame_classical_acceleration_local_world_aligned",
-                       "minv", "nle"} <= _NAMES
-# the public functions written above, each published when what it calls was built
+# call-time contacts are assembled from the points' Jacobian and gamma, and solved with M^-1 and nle
+_CALL_TIME_CONTACTS = {"point_jacobian", "point_gamma"} <= set(globals()) and {"minv", "nle"} <= _NAMES
+# the public functions written above, each published when what it calls was built (those of
+# frames and points are defined only then)
 _AVAILABLE = {
-    "frame_placement": "frame_placement" in _NAMES,
-    "frame_jacobian": "jacobian" in _KINDS,
-    "point_jacobian": "frame_jacobian_local_world_aligned" in _NAMES,
-    "frame_velocity": "velocity" in _KINDS,
-    "point_velocity": "frame_velocity_local_world_aligned" in _NAMES,
-    "frame_acceleration": "acceleration" in _KINDS,
-    "frame_jacobian_time_variation": "jacobian_time_variation" in _KINDS,
-    "frame_velocity_derivatives": "velocity_derivatives" in _KINDS,
-    "frame_acceleration_derivatives": "acceleration_derivatives" in _KINDS,
-    "frame_classical_acceleration": "classical_acceleration" in _KINDS,
-    "point_acceleration": "frame_classical_acceleration_local_world_aligned" in _NAMES,
-    "point_gamma": "frame_classical_acceleration_local_world_aligned" in _NAMES,
     "contact_dynamics": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "impulse_dynamics": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "contact_inertia": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,

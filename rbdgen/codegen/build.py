@@ -31,7 +31,7 @@ from ..runtime import reference
 from . import cache
 from .compiler import GLUE_FLAGS, c_compiler, compile_flags, openmp_flags
 from ..table import functions as fn_table
-from ..table.functions import POINTS
+from ..table.functions import POINT_REFERENCE, POINTS
 from .cprinter import sanitize_identifier
 from .compilation import generate_and_compile
 from .objects import BuildCache
@@ -92,7 +92,9 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "references": list(REFERENCE_FRAMES),
-        "points": POINTS,
+        "points": {name: {"family": family, "states": list(states), "doc": doc}
+                   for name, (family, states, doc) in POINTS.items()},
+        "point_reference": POINT_REFERENCE,
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
                                   # inputs with one value for a whole batch, and the defaults
                                   "shared": [a["name"] for a in d["inputs"] if not a["batched"]],
@@ -100,6 +102,7 @@ def _metadata(model, module, extension, datas, key, options, source, frames, con
                                   "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
                                   "per_body": d["per_body"], "declared": d["declared"], "family": d["family"],
                                   "reference": d["reference"], "default_reference": d["default_reference"],
+                                  "family_doc": d["family_doc"],
                                   "jacobians": d["jacobians"], "doc": d["doc"],
                                   "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
                                   **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}

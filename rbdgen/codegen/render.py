@@ -6,7 +6,7 @@ from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import Expr, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
-from ..table.functions import POINTS
+from ..table.functions import POINT_REFERENCE, POINTS
 from ..table.inputs import INPUTS
 from .recorder import SinCos
 
@@ -51,6 +51,7 @@ def signature(module, spec, model):
         "per_body": spec.per_body,
         # a function of a frame: its public function, this program's reference frame, the default one
         "family": spec.family, "reference": spec.reference, "default_reference": spec.default_reference,
+        "family_doc": spec.family_doc,
         # where its Jacobians come from (CasADi and JAX): the table's choices, "" for the only output
         "jacobians": [{"" if output is None else output: {x: list(source) for x, source in blocks.items()}
                        for output, blocks in choice.items()} for choice in spec.jacobians],
@@ -311,13 +312,12 @@ def point_kinds(functions):
     inputs the public function takes, and the columns of the result."""
     by_name = {fn["name"]: fn for fn in functions}
     kinds = []
-    for name, source in POINTS.items():
-        fn = by_name.get(source)
+    for name, (family, states, _) in POINTS.items():
+        fn = by_name.get(f"{family}_{POINT_REFERENCE}")
         if fn is None:
             continue
-        states = [a for a in fn["inputs"] if a["name"] != "placement"]
         gamma = name == "point_gamma"
-        kinds.append({"name": name, "cname": fn["cname"], "inputs": states[:2] if gamma else states,
+        kinds.append({"name": name, "cname": fn["cname"], "inputs": [a for a in fn["inputs"] if a["name"] in states],
                       "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 0})
     return kinds
 

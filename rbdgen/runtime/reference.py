@@ -76,38 +76,49 @@ def _shape_and_entries(values):
 
 # ------------------------------------------------------------ the functions of states -----
 
-_DEFAULTS = {"dt": 1.0, "damping": 0.0}
+def _values(model, spec, arrays, body=None):
+    """The table's algorithm for `spec` run on numbers (one state, or a batch with a leading B;
+    for a function of a frame, on `body`, the placement the last of `arrays`), the result in the
+    generated module's shapes: a float for a scalar, a tuple of arrays for a result with parts."""
+    x = _Inputs()
+    args = []
+    for (name, size), value in zip(spec.input_sizes(model), arrays):
+        if _INPUTS[name].shared:   # one value for every state: a number (dt), a frame's placement
+            args.append([_one_number(value, name)] if size == 1 else [float(e) for e in _shared_vector(value, size, name)])
+        else:
+            args.append(x.vector(value, size, name))
+    values = x.output(spec.run(model, OPS, *([] if body is None else [body]), *args))
+    lead = () if x.batch is None else (x.batch,)
+    values = values.reshape(lead + tuple(spec.output(model)))
+    if spec.scalar:
+        return values[..., 0]
+    if not spec.parts:
+        return values
+    parts, start = [], 0
+    for _, shape in spec.parts(model):
+        stop = start + math.prod(shape)
+        parts.append(values[..., start:stop].reshape(lead + tuple(shape)))
+        start = stop
+    return tuple(parts)
 
 
 def _from_table(spec):
     """The reference's function for a function of states of the table (rbdgen.table.functions):
-    the same inputs (one state, or a batch with a leading B), the table's algorithm run on
-    numbers, the result in the generated module's shapes: a float for a scalar, a tuple of
-    arrays for a result with parts."""
-    def evaluate(model, *arrays):
-        x = _Inputs()
-        args = [[_one_number(value, name)] if name in _DEFAULTS or name == "restitution"
-                else x.vector(value, _INPUTS[name].size(model), name) for name, value in zip(spec.inputs, arrays)]
-        values = x.output(spec.run(model, OPS, *args))
-        lead = () if x.batch is None else (x.batch,)
-        values = values.reshape(lead + tuple(spec.output(model)))
-        if spec.scalar:
-            return values[..., 0]
-        if not spec.parts:
-            return values
-        parts, start = [], 0
-        for _, shape in spec.parts(model):
-            stop = start + math.prod(shape)
-            parts.append(values[..., start:stop].reshape(lead + tuple(shape)))
-            start = stop
-        return tuple(parts)
-
-    params = ", ".join(f"{n}={_DEFAULTS[n]!r}" if n in _DEFAULTS else n for n in spec.inputs)
-    scope = {"_evaluate": evaluate}
-    exec(f"def {spec.name}(model, {params}):\n    return _evaluate(model, {', '.join(spec.inputs)})\n", scope)
+    the same inputs, defaults, algorithm, shapes and documentation."""
+    params = ", ".join(f"{n}={_INPUTS[n].default!r}" if _INPUTS[n].default is not None else n for n in spec.inputs)
+    scope = {"_values": _values, "_spec": spec}
+    exec(f"def {spec.name}(model, {params}):\n    return _values(model, _spec, ({''.join(n + ', ' for n in spec.inputs)}))\n",
+         scope)
     function = scope[spec.name]
     function.__doc__, function.__module__ = spec.doc, __name__
     return function
+
+
+def _shared_vector(value, n, what):
+    array = _contact.real_array(value, what)
+    if array.shape != (n,):
+        raise ValueError(f"{what}: expected ({n},), got {array.shape}")
+    return array
 
 
 def _one_number(value, what):
@@ -171,66 +182,27 @@ def _frame(model, frame):
         raise ValueError(str(exc)) from None
 
 
-def _of_frame(function, model, frame, arrays, *extra, point=None):
-    """A function of a frame (rbdgen.algorithms.frames) on numbers: the frame's body and
-    placement (moved to `point`, given in frame coordinates, if any) and the checked arrays."""
+def _frame_quantity(model, family, reference, frame, states, point=None):
+    """A frame quantity of the table on numbers, by frame name (or Frame), at `point` in the
+    frame if given."""
+    spec = _table.BY_NAME[f"{family}_{reference}" if reference else family]
     f = _frame(model, frame)
     placement = _frames.placement_entries(f.placement)
     if point is not None:
-        placement = [float(x) for x in _contact.point_placement(placement, point)]
-    x = _Inputs()
-    args = [x.vector(value, model.nq if name == "q" else model.nv, name) for name, value in arrays.items()]
-    return x.output(function(model, OPS, f.body, placement, *args, *extra))
+        placement = _contact.point_placement(placement, point)
+    return _values(model, spec, tuple(states) + (placement,), f.body)
 
 
-def frame_placement(model, q, frame):
-    """(R, p): the frame's orientation (frame -> world) and origin in world coordinates."""
-    X = _of_frame(_algorithms.frame_placement, model, frame, {"q": q})
-    return X[..., :9].reshape(X.shape[:-1] + (3, 3)), X[..., 9:]
-
-
-def frame_jacobian(model, q, frame, reference="local_world_aligned"):
-    """6 x nv Jacobian of the frame, rows [linear; angular] (see algorithms.frames)."""
-    return _of_frame(_algorithms.frame_jacobian_of_body, model, frame, {"q": q}, reference)
-
-
-def frame_velocity(model, q, v, frame, reference="local"):
-    """The frame's spatial velocity [linear; angular] in `reference` (Pinocchio's getFrameVelocity)."""
-    return _of_frame(_algorithms.frame_velocity, model, frame, {"q": q, "v": v}, reference)
-
-
-def frame_acceleration(model, q, v, a, frame, reference="local"):
-    """The frame's spatial acceleration (no gravity) in `reference` (getFrameAcceleration)."""
-    return _of_frame(_algorithms.frame_acceleration, model, frame, {"q": q, "v": v, "a": a}, reference)
-
-
-def frame_classical_acceleration(model, q, v, a, frame, reference="local"):
-    """The classical acceleration of the frame's origin, and the angular acceleration
-    (getFrameClassicalAcceleration)."""
-    return _of_frame(_algorithms.frame_acceleration, model, frame, {"q": q, "v": v, "a": a}, reference, True)
-
-
-def point_jacobian(model, q, frame, point):
-    """3 x nv: world velocity of a point fixed in `frame` (frame coordinates) = J v."""
-    J = _of_frame(_algorithms.frame_jacobian_of_body, model, frame, {"q": q}, "local_world_aligned", point=point)
-    return J[..., :3, :]
-
-
-def point_velocity(model, q, v, frame, point):
-    """World velocity of the point."""
-    return _of_frame(_algorithms.frame_velocity, model, frame, {"q": q, "v": v}, "local_world_aligned",
-                     point=point)[..., :3]
-
-
-def point_acceleration(model, q, v, a, frame, point):
-    """World acceleration of the point: J a + J-dot v."""
-    return _of_frame(_algorithms.frame_acceleration, model, frame, {"q": q, "v": v, "a": a}, "local_world_aligned",
-                     True, point=point)[..., :3]
-
-
-def point_gamma(model, q, v, frame, point):
-    """The contact Hessian term -J-dot v (seed 000 §6.4)."""
-    return -point_acceleration(model, q, v, np.zeros(np.shape(v)), frame, point)
+# The public functions of frames and points (rbdgen.algorithms.contact), as the module's, with
+# the model first.
+for _spec in _table.FUNCTIONS:
+    if _spec.per_body and _spec.family not in globals():
+        globals()[_spec.family] = _contact.frame_function(
+            _spec.family, _spec.inputs[:-1], _spec.default_reference, _spec.family_doc, _frame_quantity,
+            _frames.REFERENCE_FRAMES, lead=("model",))
+for _name, (_family, _states, _doc) in _table.POINTS.items():
+    globals()[_name] = _contact.point_function(_name, _states, _family, _doc, _frame_quantity, lead=("model",))
+del _spec, _name, _family, _states, _doc
 
 
 def _frame_name(frame):
@@ -267,31 +239,6 @@ def contact_inertia(model, q, contacts):
 
 
 # ------------------------------------------------------------ derivatives ----------------
-
-def _frame_derivatives(function, model, frame, reference, states):
-    f = _frame(model, frame)
-    placement = _frames.placement_entries(f.placement)
-    x = _Inputs()
-    values = [(name, x.vector(value, model.nq if name == "q" else model.nv, name)) for name, value in states.items()]
-    run = lambda m, ops, *args: function(m, ops, f.body, placement, *args, reference)
-    blocks = _derivatives.derivatives_of(model, OPS, run, values, tuple(states))
-    return tuple(x.output(block) for block in blocks)
-
-
-def frame_jacobian_time_variation(model, q, v, frame, reference="local_world_aligned"):
-    """dJ/dt of the frame's 6 x nv Jacobian as q moves along v (getFrameJacobianTimeVariation)."""
-    return _of_frame(_derivatives.frame_jacobian_time_variation, model, frame, {"q": q, "v": v}, reference)
-
-
-def frame_velocity_derivatives(model, q, v, frame, reference="local"):
-    """(d/dq, d/dv) of the frame's spatial velocity (Pinocchio's getFrameVelocityDerivatives)."""
-    return _frame_derivatives(_algorithms.frame_velocity, model, frame, reference, {"q": q, "v": v})
-
-
-def frame_acceleration_derivatives(model, q, v, a, frame, reference="local"):
-    """(d/dq, d/dv, d/da) of the frame's spatial acceleration (getFrameAccelerationDerivatives)."""
-    return _frame_derivatives(_algorithms.frame_acceleration, model, frame, reference, {"q": q, "v": v, "a": a})
-
 
 def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0):
     """(ddq_dq, ddq_dv, ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau) of contact_dynamics with

@@ -78,6 +78,7 @@ class FunctionSpec:
     family: str = None       # a function of a frame: the public function (frame_jacobian)
     reference: str = None    # ... and the reference frame of this program (None: it takes none)
     default_reference: str = None
+    family_doc: str = None   # ... and the public function's documentation
 
     @property
     def per_body(self):
@@ -224,6 +225,31 @@ FUNCTIONS = [
 
 # The reference frame each public function of a frame takes by default (the others: local).
 _DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
+_REFERENCE_DOC = ('"local" (frame axes, at the frame origin), "world" (world axes, at the world origin) or '
+                  '"local_world_aligned" (world axes, at the frame origin)')
+# The public functions of a frame (the module's, the reference's, JAX's: rbdgen.algorithms.contact)
+FAMILY_DOCS = {
+    "frame_placement": "(R, p): the frame's rotation (frame -> world axes) and origin in world coordinates.\n\n"
+                       "frame: a name or an index in `frames`. With a batch q (B, nq): R (B, 3, 3), p (B, 3).\n"
+                       "out: a (12,) or (B, 12) array for R row-major, then p (R and p are views of it).",
+    "frame_jacobian": "6 x nv Jacobian of the frame, rows [linear; angular], J v = the frame's velocity.\n\n"
+                      f"reference: {_REFERENCE_DOC}. Columns of joints that do not move the frame are zero.",
+    "frame_velocity": "The frame's spatial velocity [linear; angular] in `reference` (see frame_jacobian).",
+    "frame_acceleration": "The frame's spatial acceleration [linear; angular] (no gravity) in `reference`.",
+    "frame_classical_acceleration": "The classical acceleration of the frame's origin and its angular acceleration, "
+                                    "rows [linear; angular], in `reference` (Pinocchio's "
+                                    "getFrameClassicalAcceleration).",
+    "frame_jacobian_time_variation": "dJ/dt of the frame's 6 x nv Jacobian in `reference` as q moves along v, rows "
+                                     "[linear; angular] (Pinocchio's getFrameJacobianTimeVariation). J-dot v is the "
+                                     "frame's acceleration at zero q-ddot: spatial in local and world, classical in "
+                                     "local_world_aligned.",
+    "frame_velocity_derivatives": "(d/dq, d/dv) of the frame's spatial velocity in `reference`, each 6 x nv, rows "
+                                  "[linear; angular], q in the tangent space (Pinocchio's "
+                                  "getFrameVelocityDerivatives).",
+    "frame_acceleration_derivatives": "(d/dq, d/dv, d/da) of the frame's spatial acceleration in `reference`, each "
+                                      "6 x nv (Pinocchio's getFrameAccelerationDerivatives: its a_partial_dq, "
+                                      "a_partial_dv, a_partial_da).",
+}
 
 
 def _of_frame(family, inputs, output, run, doc, reference=None, **facts):
@@ -231,7 +257,7 @@ def _of_frame(family, inputs, output, run, doc, reference=None, **facts):
     on the body its last input; public as `family` (with `reference`, one of three programs)."""
     name = f"{family}_{reference}" if reference else family
     return FunctionSpec(name, inputs + ("placement",), output, run, doc, kind="frame", family=family,
-                        reference=reference,
+                        reference=reference, family_doc=FAMILY_DOCS[family],
                         default_reference=_DEFAULT_REFERENCE.get(family, "local") if reference else None, **facts)
 
 
@@ -436,10 +462,17 @@ def check_names(names):
             raise CodegenError(f"unknown algorithm {name!r}; choose from {', '.join(DEFAULT + CONTACT_NAMES)}")
 
 
-# The points of frames: public functions over the local_world_aligned frame function each
-# reads, the linear rows of the frame quantity at a point fixed in the frame (point_gamma: at
-# zero acceleration, negated).
-POINTS = {"point_jacobian": "frame_jacobian_local_world_aligned",
-          "point_velocity": "frame_velocity_local_world_aligned",
-          "point_acceleration": "frame_classical_acceleration_local_world_aligned",
-          "point_gamma": "frame_classical_acceleration_local_world_aligned"}
+# The points of frames: public functions of the states, a frame and a point fixed in it (frame
+# coordinates), each the linear rows of a frame quantity in local_world_aligned at the point
+# (point_gamma: at zero q-ddot, negated): name -> (that quantity, the states, the documentation).
+POINTS = {
+    "point_jacobian": ("frame_jacobian", ("q",),
+                       "3 x nv: the world velocity of a point fixed in `frame` (frame coordinates) is J v."),
+    "point_velocity": ("frame_velocity", ("q", "v"), "World velocity of a point fixed in `frame` (given in frame "
+                                                      "coordinates)."),
+    "point_acceleration": ("frame_classical_acceleration", ("q", "v", "a"),
+                           "World acceleration of the point: J a + J-dot v."),
+    "point_gamma": ("frame_classical_acceleration", ("q", "v"),
+                    "The contact Hessian term gamma = -J-dot v of the point (RBDL paper §6.4)."),
+}
+POINT_REFERENCE = "local_world_aligned"
