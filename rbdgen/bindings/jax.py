@@ -143,10 +143,8 @@ class Bridge:
             return self.of_states(name, threads)
         if name == "frame_placement" and self.has("frame_placement"):
             return self.frame_placement(threads)
-        if self.m._FAMILIES.get(name):   # a function of a frame in a reference
+        if name in self.m._FAMILIES or name in self.m._META["points"]:   # of a frame, a point
             return self.frame_quantity(name, threads)
-        if name in self.m._META["points"]:
-            return self.point_quantity(name, threads)
         if name in ("contact_dynamics", "impulse_dynamics", "contact_inertia"):
             raise ValueError(f"{name}: JAX calls the contacts declared at build time (rbdgen build --contact "
                              "FRAME:KIND), and this module declares none")
@@ -210,46 +208,26 @@ class Bridge:
         return _with_frame(placement, rule, m, "frame_placement")
 
     def frame_quantity(self, name, threads):
+        """A public function of a frame or a point (rbdgen.algorithms.contact: as the module's),
+        on the generated C through the FFI; not differentiable."""
         m = self.m
-        public = getattr(m, name, None)
-        if public is None:
+        if not callable(getattr(m, name, None)):
             raise ValueError(f"this module was built without {name}; rebuild it with that function")
-        kind = name[len("frame_"):]
-        # the states before the frame: the inputs of the generated function, in any reference built
-        built = next(m._TABLE[f"{name}_{r}"] for r in m._REFERENCES if f"{name}_{r}" in m._TABLE)
-        takes = [n for n in built.names if n != "placement"]
 
-        def quantity(*args, reference=None):
-            *states, frame = args[:len(takes) + 1]
-            reference = (args[len(takes) + 1] if len(args) > len(takes) + 1 else
-                         reference or m._FAMILIES[name])
+        def evaluate(family, reference, frame, states, point=None):
             body, on_body = m._frame(frame)
-            fname = f"frame_{kind}_{reference}"
-            if reference not in m._REFERENCES or not self.has(fname):
-                m._of_frame(f"frame_{kind}", reference)   # the module's error
+            if point is not None:
+                on_body = m._contact.point_placement(on_body, point)
+            fname = f"{family}_{reference}" if reference else family
+            if not self.has(fname):
+                m._of_frame(family, reference)   # the module's error
             return _refuse_derivative(self.function(fname, threads), name, per_body=True)(body, *states, on_body)
-        quantity.__doc__ = public.__doc__
-        return quantity
-
-    def point_quantity(self, name, threads):
-        m = self.m
-        fname = m._META["points"][name]
-        if not self.has(fname):
-            raise ValueError(f"this module was built without {fname}; rebuild it with that function")
-        function = _refuse_derivative(self.function(fname, threads), name, per_body=True)
-        states = {"point_jacobian": 1, "point_velocity": 2, "point_acceleration": 3, "point_gamma": 2}[name]
-
-        def quantity(*args):
-            *state, frame, point = args[:states + 2]
-            body, on_body = m._frame(frame)
-            at_point = m._contact.point_placement(on_body, np.asarray(point, dtype=float))
-            if name == "point_gamma":
-                return -function(body, *state, jnp.zeros_like(jnp.asarray(state[1], dtype=jnp.float64)),
-                                 at_point)[..., :3]
-            return function(body, *state, at_point)[..., :3, :] if name == "point_jacobian" else \
-                function(body, *state, at_point)[..., :3]
-        quantity.__doc__ = getattr(m, name).__doc__
-        return quantity
+        if name in m._META["points"]:
+            point = m._META["points"][name]
+            return m._contact.point_function(name, point["states"], point["family"], point["doc"], evaluate)
+        row = next(row for row in m._META["functions"].values() if row["family"] == name)
+        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n != "placement"],
+                                         row["default_reference"], row["family_doc"], evaluate, m._REFERENCES)
 
     # ---------------------------------------------------------------- derivatives ---
 
