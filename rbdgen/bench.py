@@ -19,7 +19,6 @@ import numpy as np
 
 from .errors import RbdgenError
 from .runtime.pinocchio_bridge import PinocchioDisagrees, comparable_model, to_pinocchio_q
-from .model.states import random_state
 from .table.functions import BY_NAME, lookup
 
 ROUNDS = 5

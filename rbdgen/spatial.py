@@ -183,10 +183,6 @@ class Force:
         return f"Force(ang={self.ang}, lin={self.lin})"
 
 
-def motion_from_entries(e):
-    return Motion(e[0:3], e[3:6])
-
-
 def force_from_entries(e):
     return Force(e[0:3], e[3:6])
 
@@ -418,11 +414,6 @@ def map_scalars(value, fn):
     if isinstance(value, (list, tuple)):
         return type(value)(map_scalars(v, fn) for v in value)
     return fn(value)
-
-
-def forces_from_rows(rows):
-    """Pinocchio's external-force rows [force; torque] -> Forces [torque; force]."""
-    return [Force(tuple(r[3:6]), tuple(r[0:3])) for r in rows]
 
 
 # ---------------------------------------------------------------- 6x6 operators ----------

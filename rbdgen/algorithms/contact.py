@@ -118,6 +118,25 @@ def check_restitution(restitution):
     return _number(restitution, "restitution", 1.0)
 
 
+def refuse_redundant(pivots, damping, contacts):
+    """ValueError when the contact-space matrix of `contacts` had a pivot that is not clearly
+    positive (the C computed the numbers regardless; they are not returned)."""
+    if damping > 0:
+        return
+    if pivots.ndim == 1:   # one state: plain floats are quicker than NumPy on a few numbers
+        values = pivots.tolist()
+        limit = 1e-12 * max(values)
+        if all(x > limit for x in values):   # NaN is not good either
+            return
+    pivots = np.atleast_2d(pivots)
+    good = pivots > 1e-12 * np.abs(pivots).max(axis=-1, keepdims=True)
+    if not good.all():
+        state = int(np.argwhere(~good.all(axis=-1))[0, 0])
+        where = f" (state {state} of the batch)" if len(pivots) > 1 else ""
+        raise ValueError(f"contacts are redundant: {', '.join(contacts)} give a singular G M^-1 G^T{where}; "
+                         "pass damping > 0 for a damped least-squares solve")
+
+
 def _contact_space_inverse(G, Minv, damping):
     """(G M^-1 G^T + damping 1)^-1, refusing redundant constraints unless damped."""
     Lambda_inv = G @ Minv @ G.T
@@ -165,29 +184,30 @@ def check_reference(reference, references):
         raise ValueError(f"reference {reference!r} is unknown; use one of {', '.join(references)}")
 
 
-def _define(name, params, call, scope, doc):
-    """A function `name` with these parameters (text) whose body returns `call` (text)."""
+def _define(name, params, call, scope, doc, module):
+    """A function `name` of `module` with these parameters (text) whose body returns `call` (text)."""
+    scope["__name__"] = module
     exec(f"def {name}({', '.join(params)}):\n    return {call}\n", scope)
     function = scope[name]
     function.__doc__ = doc
     return function
 
 
-def frame_function(family, states, default, doc, evaluate, references, lead=(), keywords=()):
+def frame_function(family, states, default, doc, evaluate, references, lead=(), keywords=(), module=None):
     """The public function `family`(*lead, *states, frame[, reference=default], *keywords): a
     frame quantity by frame name (or index) and reference frame (default None: it takes none).
     evaluate(*lead, family, reference, frame, states, **keywords) computes it; `keywords` are
-    passed through with their defaults (out=None, threads=0)."""
+    passed through with their defaults (out=None, threads=0); the function is `module`'s."""
     params = [*lead, *states, "frame"] + ([f"reference={default!r}"] if default else []) + \
         [f"{k}={v!r}" for k, v in keywords]
     call = (f"_evaluate({''.join(x + ', ' for x in lead)}{family!r}, "
             f"{'_check(reference)' if default else 'None'}, frame, ({''.join(s + ', ' for s in states)}), "
             f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
     check = lambda reference: check_reference(reference, references) or reference
-    return _define(family, params, call, {"_evaluate": evaluate, "_check": check}, doc)
+    return _define(family, params, call, {"_evaluate": evaluate, "_check": check}, doc, module)
 
 
-def point_function(name, states, source, doc, evaluate, finish=None, lead=(), keywords=()):
+def point_function(name, states, source, doc, evaluate, finish=None, lead=(), keywords=(), module=None):
     """The public function `name`(*lead, *states, frame, point, *keywords): the linear rows of
     the frame quantity `source` (a family, in local_world_aligned) at `point`, fixed in the
     frame (frame coordinates). point_gamma, -J-dot v, is the classical acceleration at zero
@@ -205,4 +225,4 @@ def point_function(name, states, source, doc, evaluate, finish=None, lead=(), ke
         value = evaluate(*lead_values, source, "local_world_aligned", frame, state, point=point, **keywords)
         linear = -value[..., :3] if gamma else value[..., :3, :] if matrix else value[..., :3]
         return finish(linear, out) if finish else linear
-    return _define(name, params, call, {"_rows": rows}, doc)
+    return _define(name, params, call, {"_rows": rows}, doc, module)

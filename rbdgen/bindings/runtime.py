@@ -14,16 +14,16 @@ filled through a temporary).
 Needs only numpy and cffi.
 """
 
-import functools as _functools
 import importlib as _importlib
-import inspect as _inspect
 import json as _json
 import os as _os
 import sys as _sys
 
 import numpy as _np
 
+from . import _arguments  # the same file as rbdgen/bindings/arguments.py
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
+from . import _pickling  # the same file as rbdgen/bindings/pickling.py
 from . import _conventions  # the same file as rbdgen/model/conventions.py
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
@@ -46,87 +46,11 @@ joint_names = tuple(j["name"] for j in _META["joints"])
 frames = tuple(_META["frames"])
 contacts = tuple(c["spec"] for c in _META["contacts"])   # declared at build time
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
-_FLOAT = _np.dtype(_np.float64)
-# OpenMP starts as many threads as asked, and dies (SIGSEGV) when it cannot.
-MAX_THREADS = max(256, _os.cpu_count() or 1)
+_FLOAT = _arguments._FLOAT
+MAX_THREADS = _arguments.MAX_THREADS
+_vector, _one_number, _batch, _is_batch = _arguments.vector, _arguments.one_number, _arguments.batch, _arguments.is_batch
+_threads, _output, _settled = _arguments.threads, _arguments.output, _arguments.settled
 
-
-def _vector(x, n, what):
-    a = x if type(x) is _np.ndarray and x.dtype is _FLOAT else _contact.real_array(x, what)
-    if a.shape != (n,):
-        raise ValueError(f"{what}: expected ({n},), got {a.shape}")
-    if not a.flags.c_contiguous:
-        a = _np.ascontiguousarray(a)
-    return a
-
-
-def _one_number(x, what):
-    """A parameter of a call (dt, damping): one real number, as the (1,) array C reads."""
-    a = _contact.real_array(x, what)
-    if a.size != 1:
-        raise ValueError(f"{what}: expected one number, got shape {a.shape}")
-    return _np.ascontiguousarray(a.reshape(1))
-
-
-def _batch(x, n, what, count=None):
-    a = _np.ascontiguousarray(_contact.real_array(x, what))
-    if a.ndim != 2 or a.shape[1] != n or (count is not None and a.shape[0] != count):
-        expected = f"({'B' if count is None else count}, {n})"
-        raise ValueError(f"{what}: expected {expected} for a batch, got {a.shape}")
-    return a
-
-
-def _is_batch(x, n, what):
-    """True for a batch (B, n) of states, False for one state; ValueError beyond 2 dimensions."""
-    ndim = x.ndim if type(x) is _np.ndarray else _np.ndim(x)
-    if ndim > 2:
-        raise ValueError(f"{what}: expected ({n},) or a batch (B, {n}), got {_np.shape(x)}")
-    return ndim == 2
-
-
-def _threads(threads):
-    """The OpenMP thread count of a batch: 0 (OMP_NUM_THREADS, else all cores) or 1 .. MAX_THREADS."""
-    if type(threads) is int and 0 <= threads <= MAX_THREADS:
-        return threads
-    if isinstance(threads, (bool, _np.bool_)) or not isinstance(threads, (int, _np.integer)):
-        raise TypeError(f"threads: expected an integer from 0 to {MAX_THREADS}, got {type(threads).__name__}")
-    if not 0 <= threads <= MAX_THREADS:
-        raise ValueError(f"threads: expected 0 (OMP_NUM_THREADS, else all cores) or 1 to {MAX_THREADS}, "
-                         f"got {threads}")
-    return int(threads)
-
-
-def _output(out, shape, inputs):
-    """(result, target): the array to return and the one the C code writes into. They differ
-    only when the caller's out= shares memory with an input: the C arrays are `restrict`, so
-    the C code then writes into a temporary that is copied into out afterwards."""
-    if out is None:
-        out = _empty(shape)
-        return out, out
-    if type(out) is not _np.ndarray:
-        problem = f"a {type(out).__name__}"
-    elif out.dtype != _FLOAT or out.shape != shape:
-        problem = f"{out.dtype} of shape {out.shape}"
-    elif not out.flags.c_contiguous:
-        problem = "a non-contiguous array"
-    elif not out.flags.writeable:
-        problem = "a read-only array"
-    else:
-        problem = None
-    if problem:
-        raise ValueError(f"out: expected a writable C-contiguous float64 array of shape {shape}, got {problem}")
-    # Every array here is C-contiguous, so overlapping bounds (all that may_share_memory
-    # checks, in constant time) are shared memory.
-    if any(_np.may_share_memory(out, x) for x in inputs):
-        return out, _empty(shape)
-    return out, out
-
-
-def _settled(out, target):
-    """out, holding the result (copied from the temporary when out= overlapped an input)."""
-    if target is not out:
-        out[...] = target
-    return out
 
 # ----------------------------------------------------------------- the generated functions ---
 
@@ -230,7 +154,7 @@ def _with_forces(name, q, v, x, f_ext, out, threads):
         return _TABLE[name](None, (q, v, x), out, threads)
     if name + "_fext" not in operation_counts:
         raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
-    return globals()[name + "_fext"](q, v, x, _fext(f_ext, q), out=out, threads=threads)
+    return globals()[name + "_fext"](q, v, x, _arguments.forces(f_ext, q, len(joint_names), nq), out=out, threads=threads)
 
 
 def _rnea_with_forces(q, v, a, f_ext=None, out=None, threads=0):
@@ -265,18 +189,6 @@ def to_mujoco(q, v=None):
 def from_mujoco(qpos, qvel=None):
     """(q, v) in this module's (Pinocchio's) conventions for MuJoCo's qpos and qvel (see to_mujoco)."""
     return _conventions.mujoco_layout(_JOINT_KINDS, nq, nv, qpos, qvel, to=False)
-
-
-def _fext(f_ext, q):
-    """f_ext (rows [force; torque] per joint) as the C functions take it: (6 njoints,), or
-    (B, 6 njoints) when q is a batch of B states."""
-    f = _contact.real_array(f_ext, "f_ext")
-    n = len(joint_names)
-    expected = (_np.shape(q)[0], n, 6) if _is_batch(q, nq, "q") else (n, 6)
-    if f.shape != expected:
-        batch = " for the batch q" if len(expected) == 3 else ""
-        raise ValueError(f"f_ext: expected {expected}{batch} (rows [force; torque] per joint), got {f.shape}")
-    return _np.ascontiguousarray(f).reshape(f.shape[:-2] + (6 * n,))
 
 
 _FRAME_TABLE = {k: (f["body"], _np.array(f["placement"], dtype=_FLOAT)) for k, f in _META["frames"].items()}
@@ -330,11 +242,11 @@ for _fname, _row in _META["functions"].items():
     if _row["per_body"] and _row["family"] not in globals():
         globals()[_row["family"]] = _contact.frame_function(
             _row["family"], [n for n, _ in _row["inputs"] if n != "placement"], _row["default_reference"],
-            _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS)
+            _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS, module=__name__)
 for _name, _point in _META["points"].items():
     if f"{_point['family']}_{_META['point_reference']}" in _META["functions"]:
         globals()[_name] = _contact.point_function(_name, _point["states"], _point["family"], _point["doc"],
-                                                   _frame_quantity, _into, keywords=_KEYWORDS)
+                                                   _frame_quantity, _into, keywords=_KEYWORDS, module=__name__)
 
 
 def _constraints(q, v, contacts, gamma=True):
@@ -360,25 +272,6 @@ def _declared(name):
     return function
 
 
-def _refuse_redundant(pivots, damping):
-    """ValueError when the contact-space matrix had a pivot that is not clearly positive (the
-    C computed the numbers regardless; they are not returned)."""
-    if damping > 0:
-        return
-    if pivots.ndim == 1:   # one state: plain floats are quicker than NumPy on a few numbers
-        values = pivots.tolist()
-        limit = 1e-12 * max(values)
-        if all(x > limit for x in values):   # NaN is not good either
-            return
-    pivots = _np.atleast_2d(pivots)
-    good = pivots > 1e-12 * _np.abs(pivots).max(axis=-1, keepdims=True)
-    if not good.all():
-        state = int(_np.argwhere(~good.all(axis=-1))[0, 0])
-        where = f" (state {state} of the batch)" if len(pivots) > 1 else ""
-        raise ValueError(f"contacts are redundant: {', '.join(contacts)} give a singular G M^-1 G^T{where}; "
-                         "pass damping > 0 for a damped least-squares solve")
-
-
 def contact_dynamics(q, v, tau, contacts=None, damping=0.0, out=None, threads=0):
     """(q-ddot, lambda): M q-ddot = tau - nle + G^T lambda with G q-ddot + G-dot v = 0.
 
@@ -392,7 +285,7 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, out=None, threads=0)
     if contacts is None:
         qdd, multipliers, pivots = _declared("contact_dynamics")(q, v, tau, _np.array([damping]), out=out,
                                                                  threads=threads)
-        _refuse_redundant(pivots, damping)
+        _contact.refuse_redundant(pivots, damping, contacts)
         return qdd, multipliers
     G, gamma = _constraints(q, v, contacts)
     return _contact.contact_dynamics(minv(q), nle(q, v), _vector(tau, nv, "tau"), G, gamma, damping)
@@ -405,7 +298,7 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, ou
     if contacts is None:
         v_plus, impulses, pivots = _declared("impulse_dynamics")(q, v_minus, _np.array([restitution]),
                                                                  _np.array([damping]), out=out, threads=threads)
-        _refuse_redundant(pivots, damping)
+        _contact.refuse_redundant(pivots, damping, contacts)
         return v_plus, impulses
     G, _ = _constraints(q, None, contacts, gamma=False)
     return _contact.impulse_dynamics(minv(q), _vector(v_minus, nv, "v_minus"), G, restitution, damping)
@@ -443,40 +336,8 @@ def casadi(function, frame=None, reference=None):
     dq with q = integrate(q0, dq), and rnea_derivatives / aba_derivatives as casadi functions
     of their own for d/d(dq) at dq = 0. Needs the casadi package (pip install "rbdgen[casadi]").
     """
-    try:
-        import casadi as _casadi
-    except ImportError:
-        raise ImportError("casadi is not installed: pip install casadi (or rbdgen[casadi])") from None
-    if function in _FAMILIES:
-        if frame is None:
-            raise ValueError(f"{function} is a function of a frame: pass frame= (a name or index in `frames`)")
-        fname = function if _FAMILIES[function] is None else f"{function}_{reference or _FAMILIES[function]}"
-        if reference is not None and (_FAMILIES[function] is None or reference not in _REFERENCES):
-            raise ValueError(f"reference {reference!r} is unknown for {function}"
-                             + (f"; use one of {', '.join(_REFERENCES)}" if _FAMILIES[function] else " (it has none)"))
-        if fname not in _NAMES:
-            raise ValueError(f"this module was built without {fname}; rebuild it with that function")
-        _frame(frame)   # the one-line error for an unknown frame
-        index = frame if not isinstance(frame, str) else frames.index(frame)
-        body = _FRAME_TABLE[frames[index]][0]
-        if body not in (_META["functions"][fname]["bodies"] or ()):
-            raise ValueError(f"frame {frames[index]!r}: this build has no {fname} program for its body; "
-                             "rebuild with the frame served (rbdgen build --frames)")
-        return _casadi.external(f"{_META['module']}_{fname}_f{index}", _ext.__file__)
-    if frame is not None or reference is not None:
-        raise ValueError(f"{function!r} is not a function of a frame: it takes no frame or reference")
-    spec = _TABLE.get(function)
-    if spec is not None and spec.per_body:
-        raise ValueError(f"{function!r} is a function of a frame: module.casadi({spec.family!r}, frame=..."
-                         f"{', reference=...' if spec.reference else ''})")
-    if spec is None:
-        import difflib
-        choices = sorted(n for n, s in _TABLE.items() if not s.per_body) + sorted(_FAMILIES)
-        close = difflib.get_close_matches(str(function), choices, n=3)
-        raise ValueError(f"{function!r} is not a function of this module"
-                         f"{'; did you mean ' + ', '.join(map(repr, close)) + '?' if close else ''} "
-                         f"(it has {', '.join(choices)})")
-    return _casadi.external(f"{_META['module']}_{function}", _ext.__file__)
+    from . import _casadi
+    return _casadi.external(_sys.modules[__name__], function, frame, reference)
 
 
 def jax(function, threads=0):
@@ -562,43 +423,7 @@ del _name, _built
 # model.json when the folder is absent (rbdgen.codegen.reopen). Its public functions pickle as
 # getattr(module, name).
 
-class _Module(type(_os)):
-    """This module's type: a module that pickles by its folder and build key."""
-
-    def __reduce__(self):
-        from rbdgen.codegen.reopen import module_at   # only where a module is pickled
-        return module_at, (_HERE, _META["build_key"], {"source": _META["source"], "options": _META["options"],
-                                                       "module": _META["module"]})
-
-
-class _Bound(tuple):
-    """An entry point's self in C, (the Python function, its row); pickles as the module."""
-    __slots__ = ()
-
-    def __reduce__(self):
-        return _sys.modules[__name__].__reduce__()
-
-
-class _Public(_functools.partial):
-    # A public function written in Python, as itself but for pickling (by module and name): a
-    # partial, which calls in C (about 90 ns, against 190 for a class's __call__).
-
-    def __new__(cls, function):
-        self = super().__new__(cls, function)
-        self.__wrapped__, self.__signature__ = function, _inspect.signature(function)
-        self.__name__, self.__qualname__ = function.__name__, function.__qualname__
-        self.__doc__, self.__module__ = function.__doc__, function.__module__
-        return self
-
-    def __reduce__(self):
-        return getattr, (_sys.modules[__name__], self.__name__)
-
-    def __get__(self, instance, owner=None):
-        # a method descriptor to inspect: help() documents it as a function, with its signature
-        return self
-
-    def __repr__(self):
-        return f"<function {self.__qualname__} of {name}>"
+_Module, _Bound, _Public = _pickling.Module, _pickling.Bound, _pickling.Public
 
 
 def _direct_entry_points():

@@ -7,35 +7,31 @@ of line) only writes the C of its small wrapper, which compiles beside them, and
 are linked into the extension directly.
 """
 
-import contextlib
 import functools
 import hashlib
-import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 from ..version import __version__
-from ..algorithms import contact as contact_algorithms
 from ..algorithms import constrained
-from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
+from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError, ModelError
-from ..model import conventions
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
-from .compiler import GLUE_FLAGS, c_compiler, compile_flags, openmp_flags
+from .compiler import GLUE_FLAGS, compile_flags, openmp_flags
 from ..table import functions as fn_table
-from ..table.functions import POINT_REFERENCE, POINTS
 from .cprinter import sanitize_identifier
 from .compilation import generate_and_compile
 from .objects import BuildCache
 from .options import BuildOptions
+from .package import (BINDINGS, copy_binding, emit_cffi_source, link_extension, metadata,
+                      python_extension_flags)
 from .render import (build_info_declaration, kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
@@ -70,44 +66,6 @@ def model_fingerprint(model):
     parts += [repr((f.name, f.body, f.placement)) for f in model.frames]
     h.update("\n".join(parts).encode())
     return h.hexdigest()
-
-
-def _metadata(model, module, extension, datas, key, options, source, frames, contacts, flags):
-    return {
-        "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
-        "build_key": key, "machine": cache.machine_digest(flags), "options": options, "source": source or {},
-        "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
-        "total_mass": model.total_mass,
-        # the inertial parameters pi the regressor multiplies, and (with base_regressor) beta = K pi
-        "parameters": reference.parameters(model).tolist(),
-        **({"base_parameters": reference.base_parameters(model).to_json()}
-           if any(d["name"] == "base_regressor" for d in datas) else {}),
-        "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv,
-                    **({"mimic": {"master": j.model.master, "multiplier": j.model.multiplier,
-                                  "offset": j.model.offset}} if j.type == "mimic" else {})}
-                   for j in model.joints],
-        # each frame's body (-1: the world) and placement on it (body -> frame: E row-major, then r)
-        "frames": {f.name: {"body": f.body, "placement": [float(x) for x in placement_entries(f.placement)]}
-                   for f in frames},
-        "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
-        # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
-        "references": list(REFERENCE_FRAMES),
-        "points": {name: {"family": family, "states": list(states), "doc": doc}
-                   for name, (family, states, doc) in POINTS.items()},
-        "point_reference": POINT_REFERENCE,
-        "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
-                                  # inputs with one value for a whole batch, and the defaults
-                                  "shared": [a["name"] for a in d["inputs"] if not a["batched"]],
-                                  "defaults": {a["name"]: a["default"] for a in d["inputs"] if a["default"] is not None},
-                                  "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
-                                  "per_body": d["per_body"], "declared": d["declared"], "family": d["family"],
-                                  "reference": d["reference"], "default_reference": d["default_reference"],
-                                  "family_doc": d["family_doc"],
-                                  "jacobians": d["jacobians"], "doc": d["doc"],
-                                  "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
-                                  **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
-                      for d in datas},
-    }
 
 
 def check_moves(model):
@@ -302,82 +260,37 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                                                frame_entries, signatures), flags)
     # CasADi's external interface (in the extension and in an export, for casadi.external)
     api = f"{prefix}_casadi_api.h"
-    bindings = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bindings")
-    shutil.copyfile(os.path.join(bindings, "casadi_api.h"), os.path.join(work, api))
+    shutil.copyfile(os.path.join(BINDINGS, "casadi_api.h"), os.path.join(work, api))
     write_glue(f"{prefix}_casadi.c", render_casadi(module, header, api, [dict(sig, bodies=bodies) for sig in signatures],
                                                    model.nq == model.nv, frame_entries), GLUE_FLAGS)
     # the entry points' fixed code, which the rendered tables of calls.c include
-    for name in ("entry_points.c", "entry_points.h"):
-        shutil.copyfile(os.path.join(bindings, name), os.path.join(work, "rbdgen_" + name))
+    for name in ("entry_points.c", "entry_points.h", "arrays.c"):
+        shutil.copyfile(os.path.join(BINDINGS, name), os.path.join(work, "rbdgen_" + name))
     write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries),
-               _python_extension_flags("-O2"))
-    _emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
+               python_extension_flags("-O2"))
+    emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
                       [build_info_declaration(module)] + [line for sig in signatures for line in sig["declarations"]])
     # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
     # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
-    glue[f"{extension}.c"] = _python_extension_flags("-O0")
+    glue[f"{extension}.c"] = python_extension_flags("-O0")
     store = BuildCache(out_dir)
     fingerprint = (code_fingerprint(), model_fingerprint(model), module, bool(cse))
     datas, objects, shared = generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts,
                                                   glue, store, fingerprint)
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
-    # The Python binding is one fixed file that reads model.json; points and contacts run on
-    # NumPy, in the very file the reference uses.
-    shutil.copyfile(os.path.join(bindings, "runtime.py"), os.path.join(work, "__init__.py"))
-    shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
-                    os.path.join(work, "_contact.py"))
-    shutil.copyfile(conventions.__file__, os.path.join(work, "_conventions.py"))
-    # robot.jax: its Python and the XLA FFI handler it compiles on first use
-    shutil.copyfile(os.path.join(bindings, "jax.py"), os.path.join(work, "_jax.py"))
-    shutil.copyfile(os.path.join(bindings, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
+    copy_binding(work)
     with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
-        json.dump(_metadata(model, module, extension, datas, key, options, source, frames, contacts, flags), f,
+        json.dump(metadata(model, module, extension, datas, key, options, source, frames, contacts, flags), f,
                   indent=1)
     t0 = time.perf_counter()
-    _link_extension(work, extension, sorted(objects))   # in finishing order until sorted: one layout per build
+    link_extension(work, extension, sorted(objects))   # in finishing order until sorted: one layout per build
     progress(f"linked the extension ({time.perf_counter() - t0:.1f} s)")
     for obj in objects:  # needed only for linking
         os.remove(obj)
     for together in shared:   # #include lines only: an export compiles each function's file
         os.remove(together)
     store.prune()
-
-
-def _emit_cffi_source(work, extension, header, entry_points, declarations):
-    """Write the C of the cffi extension, <extension>.c: the C functions' Python wrappers
-    (cffi's out-of-line API mode) and the function that makes the direct entry points, which
-    calls.c defines. Compiled and linked here, with the function objects, rather than through
-    setuptools, so that it compiles beside them. declarations: the C prototypes (the
-    signatures' own, which the header prints too)."""
-    from cffi import FFI
-    made_by_calls = f"void *{entry_points}(void *fallbacks);"
-    ffi = FFI()
-    ffi.cdef("\n".join([made_by_calls] + [d + ";" for d in declarations]))
-    ffi.set_source(extension, f'#include "{header}"\n{made_by_calls}\n')
-    with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <path>"
-        ffi.emit_c_code(os.path.join(work, f"{extension}.c"))
-
-
-def _python_extension_flags(optimization):
-    import numpy
-    import sysconfig
-    return [optimization, "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
-            "-I", numpy.get_include()]
-
-
-def _link_extension(work, extension, objects):
-    """Link the objects into the module's Python extension; BuildError with the linker's output."""
-    import sysconfig
-    cc = c_compiler()
-    shared = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
-    target = os.path.join(work, extension + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = [cc, *shared, *objects, "-o", target, *openmp_flags(), "-lm"]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BuildError(f"linking the extension {extension} failed: {' '.join(cmd)}", command=cmd,
-                         output=result.stdout + result.stderr)
-    os.remove(os.path.join(work, f"{extension}.c"))
 
 
 def build(urdf_path, out_dir="generated", options=None, progress=_noop, **changes):

@@ -70,7 +70,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     # the glue includes the module's headers, the entry points' code and (calls.c, cffi's wrappers)
     # Python's and NumPy's headers, whose versions stand for them
     glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
-                     name == "rbdgen_entry_points.c"] + [python_abi(), numpy.__version__]
+                     name in ("rbdgen_entry_points.c", "rbdgen_arrays.c")] + [python_abi(), numpy.__version__]
     results, sources, objects, shared = {}, {}, [], {}
     by_name = {spec.name: spec for spec in specs}
     waiting = {}   # shared file -> the functions it waits for

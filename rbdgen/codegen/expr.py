@@ -364,14 +364,13 @@ def sqrt(x):
     return math.sqrt(n) if n is not None else power(x, 0.5)
 
 
-def sin(x):
-    n = _number(x)
-    return math.sin(n) if n is not None else Call("sin", (x,))
+def _unary(name):
+    """sin or cos: folded on a number, else a Call node."""
+    numeric = getattr(math, name)
+    return lambda x: numeric(_number(x)) if _number(x) is not None else Call(name, (x,))
 
 
-def cos(x):
-    n = _number(x)
-    return math.cos(n) if n is not None else Call("cos", (x,))
+sin, cos = _unary("sin"), _unary("cos")
 
 
 def atan2(y, x):

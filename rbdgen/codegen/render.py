@@ -6,7 +6,7 @@ from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import Expr, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
-from ..table.functions import POINT_REFERENCE, POINTS
+from ..table.frames import POINT_REFERENCE, POINTS
 from ..table.inputs import INPUTS
 from .recorder import SinCos
 

@@ -21,9 +21,9 @@ from ..algorithms import NumericOps
 from ..algorithms import contact as _contact
 from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
-from ..algorithms import mimic as _algorithms
 from ..algorithms import regressor as _regressor
 from ..table import functions as _table
+from ..table.frames import POINTS
 from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
 from ..model import conventions as _conventions
@@ -199,9 +199,10 @@ for _spec in _table.FUNCTIONS:
     if _spec.per_body and _spec.family not in globals():
         globals()[_spec.family] = _contact.frame_function(
             _spec.family, _spec.inputs[:-1], _spec.default_reference, _spec.family_doc, _frame_quantity,
-            _frames.REFERENCE_FRAMES, lead=("model",))
-for _name, (_family, _states, _doc) in _table.POINTS.items():
-    globals()[_name] = _contact.point_function(_name, _states, _family, _doc, _frame_quantity, lead=("model",))
+            _frames.REFERENCE_FRAMES, lead=("model",), module=__name__)
+for _name, (_family, _states, _doc) in POINTS.items():
+    globals()[_name] = _contact.point_function(_name, _states, _family, _doc, _frame_quantity, lead=("model",),
+                                               module=__name__)
 del _spec, _name, _family, _states, _doc
 
 

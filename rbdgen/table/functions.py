@@ -9,86 +9,15 @@ which is the algorithm itself for a model without mimic joints and maps it to th
 coordinates otherwise; sizes are the model's (nq, nv).
 """
 
-from dataclasses import dataclass
-from typing import Callable
-
 from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, minv, regressor, rnea_derivatives
-from ..algorithms.frames import REFERENCE_FRAMES
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
-from ..spatial import forces_from_rows
-from .inputs import INPUTS
+from ..spatial import Force
+from .frames import frame_functions
+from .spec import Counterpart, FunctionSpec, Variant, always, copied
 
 
-def _always(model):
-    return True
-
-
-@dataclass(frozen=True)
-class Variant:
-    """Another algorithm for a function's outputs. The generator records every variant that
-    `applies` to the model and keeps the cheapest program within the accuracy budget (only the
-    `preferred` ones, if one of them keeps its digits). `solve(model)`: the solves with M's
-    factors its program leaves to a loop after it (algorithms.solves.FactorSolve)."""
-    run: Callable
-    applies: Callable = _always
-    preferred: bool = False
-    solve: Callable = None
-
-    @property
-    def name(self):
-        return self.run.__name__
-
-
-@dataclass(frozen=True)
-class Counterpart:
-    """Pinocchio's function for the same quantity: its Python call with the arguments after
-    (model, data), and the line of the C++ yardstick pin_bench that times it (None: not timed)."""
-    call: str
-    inputs: tuple
-    bench: str = None
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    name: str
-    inputs: tuple            # argument names, each a row of INPUTS
-    output: Callable         # model -> output shape
-    run: Callable            # (model, ops, *inputs) -> nested list of scalars
-    doc: str
-    scalar: bool = False     # the wrapper returns a float (energies)
-    costly: bool = False     # output grows as nv^3: left out of default builds of big robots
-    kind: str = "state"      # "state"; "frame": run(model, ops, body, *inputs), one program per body,
-                             # public as `family` by frame name and reference; "contact": of the
-                             # contacts declared at build time
-    parts: Callable = None   # model -> ((name, shape), ...): the flat output is returned as these arrays
-    declared: bool = False   # the public function also takes call-time contacts, so the generated
-                             # one is private (_declared_<name>)
-    default: bool = True     # in a build that names no functions
-    variants: tuple = ()     # Variant rows: other algorithms for the same outputs
-    solves: bool = False     # its outputs solve with M (or G M^-1 G^T): needs an invertible M, and
-                             # verification grants it eps cond(M)
-    cost: int = None         # relative cost of generating and compiling it (tenths of a second on
-                             # Panda), to schedule the big ones first; None: a small one
-    jacobians: tuple = ()    # where its Jacobians come from: choices in order (the first whose
-                             # functions are all built wins); a choice maps each output (None: the
-                             # only one) and input to (derivative function, its part, first row of
-                             # the part, "copy" or "rotation"); an input the source does not take is 0
-    pinocchio: Counterpart = None
-    family: str = None       # a function of a frame: the public function (frame_jacobian)
-    reference: str = None    # ... and the reference frame of this program (None: it takes none)
-    default_reference: str = None
-    family_doc: str = None   # ... and the public function's documentation
-
-    @property
-    def per_body(self):
-        return self.kind == "frame"
-
-    def input_sizes(self, model):
-        return [(name, INPUTS[name].size(model)) for name in self.inputs]
-
-
-def _solved_after(function, blocks, factors, applies=_always, preferred=False):
+def _solved_after(function, blocks, factors, applies=always, preferred=False):
     """`function` as a variant whose program leaves solves with M's factors to a loop after it
     (algorithms.solves): `solve(model)` says which output blocks, and where the factors are."""
     return Variant(function, applies, preferred,
@@ -130,13 +59,9 @@ def contact_derivatives_factored(contacts, rows):
     return Variant(contact_dynamics_derivatives_factored, lambda model: solve(model).fits(), solve=solve)
 
 
-def _copied(source, **parts):
-    """A Jacobian choice: each input's block is the part of `source` named."""
-    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
-
-
 def _fext(model, flat):
-    return forces_from_rows([flat[6 * i:6 * i + 6] for i in range(model.nbodies)])
+    """Pinocchio's external-force rows [force; torque], one per body, as Forces [torque; force]."""
+    return [Force(tuple(flat[6 * i + 3:6 * i + 6]), tuple(flat[6 * i:6 * i + 3])) for i in range(model.nbodies)]
 
 
 def _placements(model, ops, q):
@@ -158,19 +83,19 @@ FUNCTIONS = [
                  "Inverse dynamics with external forces: tau = M a + C v + g - sum_i J_i^T f_i.", cost=3),
     FunctionSpec("nle", ("q", "v"), lambda m: (m.nv,), mimic.nle,
                  "Nonlinear effects C(q, v) v + g(q).", cost=3,
-                 jacobians=(_copied("nle_derivatives", q="dnle_dq", v="dnle_dv"),
-                            _copied("rnea_derivatives", q="dtau_dq", v="dtau_dv")),
+                 jacobians=(copied("nle_derivatives", q="dnle_dq", v="dnle_dv"),
+                            copied("rnea_derivatives", q="dtau_dq", v="dtau_dv")),
                  pinocchio=Counterpart("nonLinearEffects", ("q", "v"), "nle")),
     FunctionSpec("gravity", ("q",), lambda m: (m.nv,), mimic.gravity,
                  "Generalized gravity g(q).",
-                 jacobians=(_copied("gravity_derivatives", q=None), _copied("rnea_derivatives", q="dtau_dq")),
+                 jacobians=(copied("gravity_derivatives", q=None), copied("rnea_derivatives", q="dtau_dq")),
                  pinocchio=Counterpart("computeGeneralizedGravity", ("q",))),
     FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), mimic.crba,
                  "Joint-space inertia matrix M(q), full and symmetric (CRBA, seed 000 Algorithm 2).", cost=3,
                  pinocchio=Counterpart("crba", ("q",), "crba")),
     FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
                  "Forward dynamics a = M^-1 (tau - C v - g) (ABA, seed 000 Algorithm 3).", solves=True, cost=5,
-                 jacobians=(_copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
+                 jacobians=(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
                  pinocchio=Counterpart("aba", ("q", "v", "tau"), "aba")),
     FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
                  lambda m, ops, q, v, t, f: mimic.aba(m, ops, q, v, t, _fext(m, f)),
@@ -209,7 +134,7 @@ FUNCTIONS = [
                  "M(q)^-1 tau in O(n).", solves=True, cost=3),
     FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.fd_crba,
                  "Forward dynamics through CRBA and a sparse L^T D L factorization of M.", solves=True, cost=4,
-                 jacobians=(_copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),)),
+                 jacobians=(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),)),
     FunctionSpec("com_velocity", ("q", "v"), lambda m: (3,), mimic.com_velocity,
                  "Velocity of the centre of mass."),
     FunctionSpec("spatial_momentum", ("q", "v"), lambda m: (6,), mimic.spatial_momentum,
@@ -223,107 +148,7 @@ FUNCTIONS = [
 ]
 
 
-# The reference frame each public function of a frame takes by default (the others: local).
-_DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
-_REFERENCE_DOC = ('"local" (frame axes, at the frame origin), "world" (world axes, at the world origin) or '
-                  '"local_world_aligned" (world axes, at the frame origin)')
-# The public functions of a frame (the module's, the reference's, JAX's: rbdgen.algorithms.contact)
-FAMILY_DOCS = {
-    "frame_placement": "(R, p): the frame's rotation (frame -> world axes) and origin in world coordinates.\n\n"
-                       "frame: a name or an index in `frames`. With a batch q (B, nq): R (B, 3, 3), p (B, 3).\n"
-                       "out: a (12,) or (B, 12) array for R row-major, then p (R and p are views of it).",
-    "frame_jacobian": "6 x nv Jacobian of the frame, rows [linear; angular], J v = the frame's velocity.\n\n"
-                      f"reference: {_REFERENCE_DOC}. Columns of joints that do not move the frame are zero.",
-    "frame_velocity": "The frame's spatial velocity [linear; angular] in `reference` (see frame_jacobian).",
-    "frame_acceleration": "The frame's spatial acceleration [linear; angular] (no gravity) in `reference`.",
-    "frame_classical_acceleration": "The classical acceleration of the frame's origin and its angular acceleration, "
-                                    "rows [linear; angular], in `reference` (Pinocchio's "
-                                    "getFrameClassicalAcceleration).",
-    "frame_jacobian_time_variation": "dJ/dt of the frame's 6 x nv Jacobian in `reference` as q moves along v, rows "
-                                     "[linear; angular] (Pinocchio's getFrameJacobianTimeVariation). J-dot v is the "
-                                     "frame's acceleration at zero q-ddot: spatial in local and world, classical in "
-                                     "local_world_aligned.",
-    "frame_velocity_derivatives": "(d/dq, d/dv) of the frame's spatial velocity in `reference`, each 6 x nv, rows "
-                                  "[linear; angular], q in the tangent space (Pinocchio's "
-                                  "getFrameVelocityDerivatives).",
-    "frame_acceleration_derivatives": "(d/dq, d/dv, d/da) of the frame's spatial acceleration in `reference`, each "
-                                      "6 x nv (Pinocchio's getFrameAccelerationDerivatives: its a_partial_dq, "
-                                      "a_partial_dv, a_partial_da).",
-}
-
-
-def _of_frame(family, inputs, output, run, doc, reference=None, **facts):
-    """A function of a frame: one program per body that carries frames, the frame's placement
-    on the body its last input; public as `family` (with `reference`, one of three programs)."""
-    name = f"{family}_{reference}" if reference else family
-    return FunctionSpec(name, inputs + ("placement",), output, run, doc, kind="frame", family=family,
-                        reference=reference, family_doc=FAMILY_DOCS[family],
-                        default_reference=_DEFAULT_REFERENCE.get(family, "local") if reference else None, **facts)
-
-
-def _frame_functions():
-    """Functions of a frame, one program per body (its placement on the body is an input):
-    the placement, and the Jacobian, velocity, spatial and classical acceleration in each of
-    Pinocchio's three reference frames."""
-    specs = [_of_frame("frame_placement", ("q",), lambda m: (12,), _frame_run(mimic.frame_placement),
-                       "A frame's rotation (row-major, frame -> world) and origin.",
-                       parts=lambda m: (("R", (3, 3)), ("p", (3,))),
-                       jacobians=({"R": {"q": ("frame_jacobian_local_world_aligned", None, 3, "rotation")},
-                                   "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},))]
-    for reference in REFERENCE_FRAMES:
-        specs += [
-            _of_frame("frame_jacobian", ("q",), lambda m: (6, m.nv), _frame_run(mimic.frame_jacobian_of_body, reference),
-                      f"A frame's Jacobian in {reference} coordinates, rows [linear; angular].", reference),
-            _of_frame("frame_velocity", ("q", "v"), lambda m: (6,), _frame_run(mimic.frame_velocity, reference),
-                      f"A frame's spatial velocity in {reference} coordinates, [linear; angular].", reference,
-                      jacobians=(_copied(f"frame_velocity_derivatives_{reference}", q="dv_dq", v="dv_dv"),)),
-            _of_frame("frame_acceleration", ("q", "v", "a"), lambda m: (6,), _frame_run(mimic.frame_acceleration, reference),
-                      f"A frame's spatial acceleration in {reference} coordinates, [linear; angular].", reference,
-                      jacobians=(_copied(f"frame_acceleration_derivatives_{reference}", q="da_dq", v="da_dv", a="da_da"),)),
-            _of_frame("frame_classical_acceleration", ("q", "v", "a"), lambda m: (6,),
-                      _frame_run(mimic.frame_acceleration, reference, True),
-                      f"The classical acceleration of a frame's origin in {reference} coordinates.", reference),
-            # built when named: getFrameJacobianTimeVariation, getFrameVelocityDerivatives,
-            # getFrameAccelerationDerivatives
-            _of_frame("frame_jacobian_time_variation", ("q", "v"), lambda m: (6, m.nv),
-                      _frame_run(derivatives.frame_jacobian_time_variation, reference),
-                      f"dJ/dt of a frame's Jacobian in {reference} coordinates as q moves along v, rows "
-                      "[linear; angular].", reference, default=False),
-            _of_frame("frame_velocity_derivatives", ("q", "v"), lambda m: (12 * m.nv,),
-                      _frame_derivatives(mimic.frame_velocity, reference, ("q", "v")),
-                      f"d/dq and d/dv of a frame's spatial velocity in {reference} coordinates.", reference,
-                      parts=_six_by_nv("dv_dq", "dv_dv"), default=False),
-            _of_frame("frame_acceleration_derivatives", ("q", "v", "a"), lambda m: (18 * m.nv,),
-                      _frame_derivatives(mimic.frame_acceleration, reference, ("q", "v", "a")),
-                      f"d/dq, d/dv and d/da of a frame's spatial acceleration in {reference} coordinates.", reference,
-                      parts=_six_by_nv("da_dq", "da_dv", "da_da"), default=False),
-        ]
-    return specs
-
-
-def _six_by_nv(*names):
-    return lambda m: tuple((name, (6, m.nv)) for name in names)
-
-
-def _frame_derivatives(function, reference, wrt):
-    """The derivatives of a function of a frame with respect to its states `wrt` (forward mode)."""
-    def run(model, ops, body, *inputs):
-        *states, placement = inputs
-        return derivatives.derivatives_of(
-            model, ops, lambda m, o, *x: function(m, o, body, placement, *x, reference), list(zip(wrt, states)), wrt)
-    return run
-
-
-def _frame_run(function, *extra):
-    """run(model, ops, body, *states, placement) -> function(model, ops, body, placement,
-    *states, *extra): the spec's inputs end with the placement, the algorithms take it first."""
-    def run(model, ops, body, *inputs):
-        *states, placement = inputs
-        return function(model, ops, body, placement, *states, *extra)
-    return run
-
-
-FUNCTIONS += _frame_functions()
+FUNCTIONS += frame_functions()
 
 
 def _square_parts(*names):
@@ -460,19 +285,3 @@ def check_names(names):
     for name in names or ():
         if name not in BY_NAME and name not in CONTACT_NAMES:
             raise CodegenError(f"unknown algorithm {name!r}; choose from {', '.join(DEFAULT + CONTACT_NAMES)}")
-
-
-# The points of frames: public functions of the states, a frame and a point fixed in it (frame
-# coordinates), each the linear rows of a frame quantity in local_world_aligned at the point
-# (point_gamma: at zero q-ddot, negated): name -> (that quantity, the states, the documentation).
-POINTS = {
-    "point_jacobian": ("frame_jacobian", ("q",),
-                       "3 x nv: the world velocity of a point fixed in `frame` (frame coordinates) is J v."),
-    "point_velocity": ("frame_velocity", ("q", "v"), "World velocity of a point fixed in `frame` (given in frame "
-                                                      "coordinates)."),
-    "point_acceleration": ("frame_classical_acceleration", ("q", "v", "a"),
-                           "World acceleration of the point: J a + J-dot v."),
-    "point_gamma": ("frame_classical_acceleration", ("q", "v"),
-                    "The contact Hessian term gamma = -J-dot v of the point (RBDL paper §6.4)."),
-}
-POINT_REFERENCE = "local_world_aligned"

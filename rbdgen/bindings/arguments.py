@@ -1,0 +1,104 @@
+"""The checks and conversions of a generated module's arguments (states, batches, numbers,
+threads, out=): the same file in every module (a copy of rbdgen/bindings/arguments.py, as
+_arguments.py), used by its binding (runtime.py). Errors are one line naming the argument."""
+
+import os as _os
+
+import numpy as _np
+
+from . import _contact  # the same file as rbdgen/algorithms/contact.py
+
+_empty = _np.empty
+_FLOAT = _np.dtype(_np.float64)
+# OpenMP starts as many threads as asked, and dies (SIGSEGV) when it cannot.
+MAX_THREADS = max(256, _os.cpu_count() or 1)
+
+
+def vector(x, n, what):
+    a = x if type(x) is _np.ndarray and x.dtype is _FLOAT else _contact.real_array(x, what)
+    if a.shape != (n,):
+        raise ValueError(f"{what}: expected ({n},), got {a.shape}")
+    if not a.flags.c_contiguous:
+        a = _np.ascontiguousarray(a)
+    return a
+
+
+def one_number(x, what):
+    """A parameter of a call (dt, damping): one real number, as the (1,) array C reads."""
+    a = _contact.real_array(x, what)
+    if a.size != 1:
+        raise ValueError(f"{what}: expected one number, got shape {a.shape}")
+    return _np.ascontiguousarray(a.reshape(1))
+
+
+def batch(x, n, what, count=None):
+    a = _np.ascontiguousarray(_contact.real_array(x, what))
+    if a.ndim != 2 or a.shape[1] != n or (count is not None and a.shape[0] != count):
+        expected = f"({'B' if count is None else count}, {n})"
+        raise ValueError(f"{what}: expected {expected} for a batch, got {a.shape}")
+    return a
+
+
+def is_batch(x, n, what):
+    """True for a batch (B, n) of states, False for one state; ValueError beyond 2 dimensions."""
+    ndim = x.ndim if type(x) is _np.ndarray else _np.ndim(x)
+    if ndim > 2:
+        raise ValueError(f"{what}: expected ({n},) or a batch (B, {n}), got {_np.shape(x)}")
+    return ndim == 2
+
+
+def threads(threads):
+    """The OpenMP thread count of a batch: 0 (OMP_NUM_THREADS, else all cores) or 1 .. MAX_THREADS."""
+    if type(threads) is int and 0 <= threads <= MAX_THREADS:
+        return threads
+    if isinstance(threads, (bool, _np.bool_)) or not isinstance(threads, (int, _np.integer)):
+        raise TypeError(f"threads: expected an integer from 0 to {MAX_THREADS}, got {type(threads).__name__}")
+    if not 0 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads: expected 0 (OMP_NUM_THREADS, else all cores) or 1 to {MAX_THREADS}, "
+                         f"got {threads}")
+    return int(threads)
+
+
+def output(out, shape, inputs):
+    """(result, target): the array to return and the one the C code writes into. They differ
+    only when the caller's out= shares memory with an input: the C arrays are `restrict`, so
+    the C code then writes into a temporary that is copied into out afterwards."""
+    if out is None:
+        out = _empty(shape)
+        return out, out
+    if type(out) is not _np.ndarray:
+        problem = f"a {type(out).__name__}"
+    elif out.dtype != _FLOAT or out.shape != shape:
+        problem = f"{out.dtype} of shape {out.shape}"
+    elif not out.flags.c_contiguous:
+        problem = "a non-contiguous array"
+    elif not out.flags.writeable:
+        problem = "a read-only array"
+    else:
+        problem = None
+    if problem:
+        raise ValueError(f"out: expected a writable C-contiguous float64 array of shape {shape}, got {problem}")
+    # Every array here is C-contiguous, so overlapping bounds (all that may_share_memory
+    # checks, in constant time) are shared memory.
+    if any(_np.may_share_memory(out, x) for x in inputs):
+        return out, _empty(shape)
+    return out, out
+
+
+def settled(out, target):
+    """out, holding the result (copied from the temporary when out= overlapped an input)."""
+    if target is not out:
+        out[...] = target
+    return out
+
+
+def forces(f_ext, q, njoints, nq):
+    """f_ext (rows [force; torque] per joint) as the C functions take it: (6 njoints,), or
+    (B, 6 njoints) when q (of nq) is a batch of B states."""
+    f = _contact.real_array(f_ext, "f_ext")
+    n = njoints
+    expected = (_np.shape(q)[0], n, 6) if is_batch(q, nq, "q") else (n, 6)
+    if f.shape != expected:
+        batch = " for the batch q" if len(expected) == 3 else ""
+        raise ValueError(f"f_ext: expected {expected}{batch} (rows [force; torque] per joint), got {f.shape}")
+    return _np.ascontiguousarray(f).reshape(f.shape[:-2] + (6 * n,))

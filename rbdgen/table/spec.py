@@ -1,0 +1,80 @@
+"""The rows of the function table: a function's facts (FunctionSpec), its other algorithms
+(Variant) and its Pinocchio counterpart (Counterpart)."""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .inputs import INPUTS
+
+
+def always(model):
+    return True
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another algorithm for a function's outputs. The generator records every variant that
+    `applies` to the model and keeps the cheapest program within the accuracy budget (only the
+    `preferred` ones, if one of them keeps its digits). `solve(model)`: the solves with M's
+    factors its program leaves to a loop after it (algorithms.solves.FactorSolve)."""
+    run: Callable
+    applies: Callable = always
+    preferred: bool = False
+    solve: Callable = None
+
+    @property
+    def name(self):
+        return self.run.__name__
+
+
+@dataclass(frozen=True)
+class Counterpart:
+    """Pinocchio's function for the same quantity: its Python call with the arguments after
+    (model, data), and the line of the C++ yardstick pin_bench that times it (None: not timed)."""
+    call: str
+    inputs: tuple
+    bench: str = None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    inputs: tuple            # argument names, each a row of INPUTS
+    output: Callable         # model -> output shape
+    run: Callable            # (model, ops, *inputs) -> nested list of scalars
+    doc: str
+    scalar: bool = False     # the wrapper returns a float (energies)
+    costly: bool = False     # output grows as nv^3: left out of default builds of big robots
+    kind: str = "state"      # "state"; "frame": run(model, ops, body, *inputs), one program per body,
+                             # public as `family` by frame name and reference; "contact": of the
+                             # contacts declared at build time
+    parts: Callable = None   # model -> ((name, shape), ...): the flat output is returned as these arrays
+    declared: bool = False   # the public function also takes call-time contacts, so the generated
+                             # one is private (_declared_<name>)
+    default: bool = True     # in a build that names no functions
+    variants: tuple = ()     # Variant rows: other algorithms for the same outputs
+    solves: bool = False     # its outputs solve with M (or G M^-1 G^T): needs an invertible M, and
+                             # verification grants it eps cond(M)
+    cost: int = None         # relative cost of generating and compiling it (tenths of a second on
+                             # Panda), to schedule the big ones first; None: a small one
+    jacobians: tuple = ()    # where its Jacobians come from: choices in order (the first whose
+                             # functions are all built wins); a choice maps each output (None: the
+                             # only one) and input to (derivative function, its part, first row of
+                             # the part, "copy" or "rotation"); an input the source does not take is 0
+    pinocchio: Counterpart = None
+    family: str = None       # a function of a frame: the public function (frame_jacobian)
+    reference: str = None    # ... and the reference frame of this program (None: it takes none)
+    default_reference: str = None
+    family_doc: str = None   # ... and the public function's documentation
+
+    @property
+    def per_body(self):
+        return self.kind == "frame"
+
+    def input_sizes(self, model):
+        return [(name, INPUTS[name].size(model)) for name in self.inputs]
+
+
+def copied(source, **parts):
+    """A Jacobian choice: each input's block is the part of `source` named."""
+    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
