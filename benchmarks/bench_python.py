@@ -41,6 +41,7 @@ from common import block, log, robot_contacts, robot_parser, robot_spec, timed
 from rbdgen.algorithms.constrained import parse_contacts
 from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints, pinocchio_model, to_pinocchio_q
 from rbdgen.model.states import random_state
+from rbdgen.table.functions import BY_NAME
 
 warnings.filterwarnings("ignore", message=".*<mimic> is ignored.*")
 DEFAULT_ROBOTS = ("ur5", "panda")
@@ -48,8 +49,6 @@ K = 64
 TARGET = 0.7     # ours / Pinocchio, per call from Python
 TARGETS = {"frame_jacobian": 0.7, "contact_dynamics": 0.5}   # issue 8; the rest: TARGET
 FUNCTIONS = ("rnea", "nle", "crba", "aba", "gravity", "rnea_derivatives", "aba_derivatives")
-INPUTS = {"rnea": ("q", "v", "a"), "nle": ("q", "v"), "crba": ("q",), "aba": ("q", "v", "tau"),
-          "gravity": ("q",), "rnea_derivatives": ("q", "v", "a"), "aba_derivatives": ("q", "v", "tau")}
 TARGETS.update({"rnea_derivatives": 0.5})      # issue 17: UR5's, from Python
 OVERHEAD_TARGET = 400.0   # ns a Python call may add to the C time (issue 17)
 OVERHEAD_BATCH = 4096     # states of the batch call whose time per state stands for the C time
@@ -116,13 +115,11 @@ def bench_robot(name, urdf, floating, args, c_times):
     prefix = f"rbdgen_{meta['module']}_"
     buf = functools.partial(ffi.from_buffer, "double[]")
     # Call Pinocchio's bound functions directly (no lambda) so its Python overhead is not inflated.
-    pin_direct = {"rnea": pin.rnea, "nle": pin.nonLinearEffects, "crba": pin.crba, "aba": pin.aba,
-                  "gravity": pin.computeGeneralizedGravity, "rnea_derivatives": pin.computeRNEADerivatives,
-                  "aba_derivatives": pin.computeABADerivatives}
+    pin_direct = {fn: getattr(pin, BY_NAME[fn].pinocchio.call) for fn in FUNCTIONS}   # the table's counterparts
     fns = [f for f in FUNCTIONS if f in module.operation_counts]
     rows = []
     for fn in fns:
-        names = INPUTS[fn]
+        names = BY_NAME[fn].inputs
         ours = getattr(module, fn)
         out = np.empty(tuple(meta["functions"][fn]["shape"]))
         ours_args = [tuple(st[n] for n in names) for st in states]

@@ -43,41 +43,6 @@ STATES = 3
 TARGET = 1e-13     # the issue's: within max(10 x Pinocchio's error, 1e-13)
 
 
-def _symmetric(M):
-    return np.triu(M) + np.triu(M, 1).T
-
-
-def pinocchio_functions(pin, pm):
-    """rbdgen function -> f(data, pinocchio q, inputs) giving the same output as ours, flat.
-    The derivatives are read from Data, whose matrices start zeroed: the returned copies are
-    not all written."""
-    def derivatives(compute, names, fields):
-        def run(pd, q, x):
-            compute(pm, pd, q, *(x[n] for n in names))
-            return np.concatenate([np.ravel(_symmetric(getattr(pd, f)) if f == "Minv" else getattr(pd, f))
-                                   for f in fields])
-        return run
-    return {
-        "rnea": lambda pd, q, x: pin.rnea(pm, pd, q, x["v"], x["a"]),
-        "nle": lambda pd, q, x: pin.nonLinearEffects(pm, pd, q, x["v"]),
-        "gravity": lambda pd, q, x: pin.computeGeneralizedGravity(pm, pd, q),
-        "crba": lambda pd, q, x: _symmetric(pin.crba(pm, pd, q)),
-        "aba": lambda pd, q, x: pin.aba(pm, pd, q, x["v"], x["tau"]),
-        # the same function as aba (q-ddot from q, v, tau) by a Cholesky solve of M: Pinocchio's is aba
-        "fd_crba": lambda pd, q, x: pin.aba(pm, pd, q, x["v"], x["tau"]),
-        "minv": lambda pd, q, x: _symmetric(pin.computeMinverse(pm, pd, q)),
-        "coriolis": lambda pd, q, x: pin.computeCoriolisMatrix(pm, pd, q, x["v"]),
-        "centroidal_map": lambda pd, q, x: pin.ccrba(pm, pd, q, x["v"]),
-        "com": lambda pd, q, x: pin.centerOfMass(pm, pd, q),
-        "kinetic_energy": lambda pd, q, x: np.array([pin.computeKineticEnergy(pm, pd, q, x["v"])]),
-        "potential_energy": lambda pd, q, x: np.array([pin.computePotentialEnergy(pm, pd, q)]),
-        "rnea_derivatives": derivatives(pin.computeRNEADerivatives, ("v", "a"), ("dtau_dq", "dtau_dv")),
-        "aba_derivatives": derivatives(pin.computeABADerivatives, ("v", "tau"), ("ddq_dq", "ddq_dv", "Minv")),
-        "gravity_derivatives": lambda pd, q, x: pin.computeGeneralizedGravityDerivatives(pm, pd, q),
-        "regressor": lambda pd, q, x: pin.computeJointTorqueRegressor(pm, pd, q, x["v"], x["a"]),
-    }
-
-
 def measure(path, floating, out_dir):
     """(row, [function rows]) for one URDF, or (row with 'error', [])."""
     import pinocchio as pin
@@ -103,7 +68,6 @@ def measure(path, floating, out_dir):
         row["cond"] = max(float(np.linalg.cond(module.crba(q))) for q in inputs["q"])
     except np.linalg.LinAlgError:
         row["cond"] = float("inf")
-    pins = pinocchio_functions(pin, pm)
     results = []
     for name in module.operation_counts:
         spec = fn_table.BY_NAME.get(name)
@@ -114,9 +78,9 @@ def measure(path, floating, out_dir):
         args = [float(inputs[n][0, 0]) if n == "dt" else inputs[n] for n in spec.inputs]
         ours = np.asarray(_flat(getattr(module, name)(*args)), dtype=float).reshape(truth.shape)
         result = {"function": name, "ours": float(forward_errors(ours, truth, parts).max())}
-        if name in pins:
+        if spec.pinocchio:   # the function table's counterpart
             try:
-                theirs = np.array([np.ravel(pins[name](pm.createData(), q, {k: inputs[k][s] for k in inputs}))
+                theirs = np.array([spec.pinocchio.values(pin, pm, pm.createData(), q, {k: inputs[k][s] for k in inputs})
                                    for s, q in enumerate(qs)]).reshape(truth.shape)
             except RuntimeError as exc:
                 result["pin_note"] = str(exc).splitlines()[0]

@@ -45,6 +45,7 @@ nv = _META["nv"]
 joint_names = tuple(j["name"] for j in _META["joints"])
 frames = tuple(_META["frames"])
 contacts = tuple(c["spec"] for c in _META["contacts"])   # declared at build time
+_DECLARED = contacts   # (the functions of contacts take a `contacts` argument of their own)
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
 _FLOAT = _arguments._FLOAT
 MAX_THREADS = _arguments.MAX_THREADS
@@ -285,7 +286,7 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, out=None, threads=0)
     if contacts is None:
         qdd, multipliers, pivots = _declared("contact_dynamics")(q, v, tau, _np.array([damping]), out=out,
                                                                  threads=threads)
-        _contact.refuse_redundant(pivots, damping, contacts)
+        _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
     G, gamma = _constraints(q, v, contacts)
     return _contact.contact_dynamics(minv(q), nle(q, v), _vector(tau, nv, "tau"), G, gamma, damping)
@@ -298,7 +299,7 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, ou
     if contacts is None:
         v_plus, impulses, pivots = _declared("impulse_dynamics")(q, v_minus, _np.array([restitution]),
                                                                  _np.array([damping]), out=out, threads=threads)
-        _contact.refuse_redundant(pivots, damping, contacts)
+        _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
     G, _ = _constraints(q, None, contacts, gamma=False)
     return _contact.impulse_dynamics(minv(q), _vector(v_minus, nv, "v_minus"), G, restitution, damping)

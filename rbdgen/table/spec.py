@@ -4,6 +4,8 @@
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from .inputs import INPUTS
 
 
@@ -30,10 +32,22 @@ class Variant:
 @dataclass(frozen=True)
 class Counterpart:
     """Pinocchio's function for the same quantity: its Python call with the arguments after
-    (model, data), and the line of the C++ yardstick pin_bench that times it (None: not timed)."""
+    (model, data), the line of the C++ yardstick pin_bench that times it (None: not timed), the
+    fields of Pinocchio's Data that hold the outputs after the call (none: what it returns), and
+    those of which Pinocchio fills only the upper triangle ("": what it returns)."""
     call: str
     inputs: tuple
     bench: str = None
+    fields: tuple = ()
+    upper: tuple = ()
+
+    def values(self, pin, model, data, q, inputs):
+        """Pinocchio's outputs as rbdgen's, one flat array: `pin` the pinocchio module, q in
+        Pinocchio's layout, `inputs` rbdgen's other inputs by name."""
+        result = getattr(pin, self.call)(model, data, q, *(inputs[name] for name in self.inputs[1:]))
+        named = [(field, getattr(data, field)) for field in self.fields] or [("", result)]
+        return np.concatenate([np.ravel(np.triu(x) + np.triu(x, 1).T if field in self.upper else x)
+                               for field, x in named])
 
 
 @dataclass(frozen=True)
