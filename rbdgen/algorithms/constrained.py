@@ -18,7 +18,7 @@ redundant contact set (never a crash, and the caller refuses the numbers).
 
 from dataclasses import dataclass
 
-from ..errors import ModelError
+from ..errors import ModelError, did_you_mean
 from ..spatial import Force, sum_terms
 from .frames import placement_from_entries
 from . import fd_crba as _fd_crba
@@ -253,9 +253,7 @@ def parse_contact(model, text):
     try:
         frame = model.frame(name)
     except ModelError:
-        import difflib
-        close = difflib.get_close_matches(name, [f.name for f in model.frames], n=3)
-        hint = f"did you mean {', '.join(map(repr, close))}?" if close else "rbdgen info lists the frames"
+        hint = did_you_mean(name, [f.name for f in model.frames], "rbdgen info lists the frames")
         raise ModelError(f"contact {text!r}: unknown frame {name!r}; {hint}") from None
     point = _triple(point_text, text, "point") if point_text is not None else (0.0, 0.0, 0.0)
     normal = (0.0, 0.0, 1.0)

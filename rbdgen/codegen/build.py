@@ -20,7 +20,7 @@ import numpy as np
 from ..version import __version__
 from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
-from ..errors import BuildError, CodegenError, ModelError
+from ..errors import BuildError, CodegenError, ModelError, did_you_mean
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
@@ -97,10 +97,8 @@ def select_frames(model, names=None):
         try:
             chosen.append(model.frame(name))
         except ModelError:
-            import difflib
-            close = difflib.get_close_matches(str(name), [f.name for f in model.frames], n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else "; rbdgen info lists the frames"
-            raise CodegenError(f"unknown frame {name!r} in --frames{hint}") from None
+            hint = did_you_mean(name, [f.name for f in model.frames], "rbdgen info lists the frames")
+            raise CodegenError(f"unknown frame {name!r} in --frames; {hint}") from None
     return list(dict.fromkeys(chosen))
 
 

@@ -9,7 +9,7 @@ the child's inertia is merged into its moving parent and the child stays a frame
 import math
 from dataclasses import dataclass, field
 
-from ..errors import ModelError
+from ..errors import ModelError, did_you_mean
 from ..spatial import Inertia, Transform
 from .joints import JointModel, snap_orthonormal
 
@@ -285,10 +285,8 @@ def with_joint_dynamics(model, armature=None, damping=None):
         for name, value in (given or {}).items():
             joint = next((j for j in full.joints if j.name == name), None)
             if joint is None:
-                import difflib
-                close = difflib.get_close_matches(str(name), [j.name for j in full.joints], n=3)
-                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-                raise ModelError(f"{what}: the model has no joint {name!r}{hint}")
+                hint = did_you_mean(name, [j.name for j in full.joints])
+                raise ModelError(f"{what}: the model has no joint {name!r}{'; ' + hint if hint else ''}")
             per_dof = list(value) if isinstance(value, (list, tuple)) else [value] * joint.nv
             if len(per_dof) != joint.nv:
                 raise ModelError(f"{what} of joint {name!r}: expected 1 or {joint.nv} values, got {len(per_dof)}")
