@@ -25,10 +25,8 @@ typedef struct {
 
 /* A frame quantity (frame_placement, frame_jacobian, frame_velocity, ...): its state inputs
    (q, then v, a; the C function takes the placement after them), its C function in each
-   reference frame (local, world, local_world_aligned; NULL where not built), the one a call
+   reference frame (calls.c's reference_names; NULL where not built), the one a call
    without a reference gets, and its output as for `functions`. */
-#define REFERENCES 3
-static const char *const reference_names[REFERENCES] = { "local", "world", "local_world_aligned" };
 typedef struct {
     int nstates;
     long size[3];

@@ -286,7 +286,7 @@ def render_calls(module, header, functions, nq, nv, frames):
         max_inputs=max(len(fn["inputs"]) for fn in functions),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
-        frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
+        references=REFERENCE_FRAMES, frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
         if kinds else [], frame_kinds=kinds, point_kinds=points)
 
 
@@ -300,7 +300,8 @@ def frame_kinds(functions):
             continue
         reference = fn["reference"]
         kind = kinds.setdefault(fn["family"], {
-            "name": fn["family"], "inputs": [a for a in fn["inputs"] if a["name"] != "placement"], "cnames": [None] * 3,
+            "name": fn["family"], "inputs": [a for a in fn["inputs"] if a["name"] != "placement"],
+            "cnames": [None] * len(REFERENCE_FRAMES),
             "takes_reference": reference is not None, "out_size": fn["out_size"],
             "default": REFERENCE_FRAMES.index(fn["default_reference"] or "local"), "parts": fn["entry_parts"]})
         kind["cnames"][REFERENCE_FRAMES.index(reference) if reference else 0] = fn["cname"]
