@@ -22,6 +22,7 @@ A script, not a test: pytest never collects it.
 """
 
 import concurrent.futures
+import re
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import rbdgen
 from casadi_side import CHECK_STATES
 from common import cpu_name, log, robot_contacts, robot_parser, robot_spec, split_contact
 from rbdgen.codegen.compiler import c_compiler, compile_flags
+from rbdgen.table.functions import BY_NAME
 from rbdgen.table.inputs import INPUTS
 from rbdgen.model.states import random_state
 
@@ -65,20 +67,24 @@ CONTACT_DERIVATIVE_TARGETS = {"solo12": 2.0}     # issue 20
 # Goals of the derivatives and the regressor (issue 9)
 DERIVATIVE_TARGETS = {"ur5": 4.0, "panda": 4.0, "solo12": 2.5, "talos": 2.5}
 DERIVATIVE_NAMES = ("rnea_derivatives", "aba_derivatives")
-# pin_bench's line names for our functions (ours -> "<theirs>_ns"): computeJointJacobians,
-# computeMinverse, computeCoriolisMatrix and ccrba (which computes A_G, plus h_G) for the
-# next four; then the first frame's placement (forwardKinematics + updateFramePlacement),
-# computeFrameJacobian and getFrameClassicalAcceleration (after forwardKinematics), both in
-# LOCAL_WORLD_ALIGNED; constraintDynamics and impulseDynamics (exact, mu = 0); crba + nonLinearEffects
-PIN_NAMES = {"rnea": "rnea", "nle": "nle", "crba": "crba", "aba": "aba", "jacobians": "jacobians",
-             "minv": "minv", "coriolis": "coriolis", "centroidal_map": "ccrba",
-             "frame_placement": "frame_placement", "frame_jacobian_local_world_aligned": "frame_jacobian",
-             "frame_classical_acceleration_local_world_aligned": "frame_classical_acceleration",
-             "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle",
-             "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs", "regressor": "regressor",
-             "contact_dynamics_derivatives": "contact_dynamics_derivs",
-             "frame_jacobian_time_variation_local_world_aligned": "frame_jacobian_time_variation"}
+# pin_bench's line names for our functions (ours -> "<theirs>_ns"): the function table's
+# counterparts (rnea, crba, aba, minv, the derivatives, ...), and what pin_bench and pin_extra
+# time beyond one Pinocchio call: the first frame's placement (forwardKinematics +
+# updateFramePlacement), computeFrameJacobian and getFrameClassicalAcceleration (after
+# forwardKinematics), both in LOCAL_WORLD_ALIGNED; constraintDynamics and impulseDynamics (exact,
+# mu = 0) and their derivatives; crba + nonLinearEffects; the Jacobian's time variation
+PIN_NAMES = {name: spec.pinocchio.bench for name, spec in BY_NAME.items() if spec.pinocchio and spec.pinocchio.bench}
+PIN_NAMES.update({"frame_placement": "frame_placement", "frame_jacobian_local_world_aligned": "frame_jacobian",
+                  "frame_classical_acceleration_local_world_aligned": "frame_classical_acceleration",
+                  "contact_dynamics": "contact_dynamics", "impulse_dynamics": "impulse_dynamics", "eom": "crba_nle",
+                  "contact_dynamics_derivatives": "contact_dynamics_derivs",
+                  "frame_jacobian_time_variation_local_world_aligned": "frame_jacobian_time_variation"})
 CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics", "contact_dynamics_derivatives")
+# Pinocchio's code generator (Pinocchio + CppADCodeGen, ../shared/bench/pin_cg/build.sh): its
+# algorithm for each of ours; the generated C is compiled as ours, -O3 -march=native (by gcc)
+PIN_CG_NAMES = {"rnea": "rnea", "crba": "crba", "aba": "aba", "minv": "minv",
+                "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs"}
+PIN_CG_CFLAGS = "-O3 -march=native"
 PIN_EXTRA_NAMES = ("contact_dynamics_derivatives", "frame_jacobian_time_variation_local_world_aligned")   # by pin_extra
 
 
@@ -452,9 +458,12 @@ def bench_robot(name, urdf, floating, args, pin_bench):
                 log(f"   round {r + 1}/{args.rounds}: pin_extra ...")
                 pin_runs[-1].update(run([resolve_pin_extra(pin_bench), urdf, "1" if floating else "0",
                                          str(max(1, calls // 10)), *pin_frames]))
+    cg = pin_cg_columns(args.pin_cg, urdf, floating, calls, [fn for fn in order if fn in PIN_CG_NAMES])
     rows = []
     for fn in order:
         gen = statistics.median(run_[fn] for run_ in gen_runs)
+        if fn in cg:
+            cg[fn]["cg_speedup"] = cg[fn]["cg_ns"] / gen
         pin_name = PIN_NAMES.get(fn)
         if fn in CONTACT_PIN_NAMES and not same_contacts:
             pin_name = None
@@ -470,6 +479,7 @@ def bench_robot(name, urdf, floating, args, pin_bench):
             "casadi_operations": side.functions[fn]["operations"] if adam else None,
             "casadi_runs": [run_[f"casadi_{fn}"] for run_ in gen_runs] if adam else None,
             "export_ns": median_of(export_runs, fn) if export_exe else None,
+            **cg.get(fn, {}),
         })
     casadi = None if side is None else {
         "versions": side.record["versions"], "cache": side.folder, "workarounds": side.record["workarounds"],
@@ -479,6 +489,54 @@ def bench_robot(name, urdf, floating, args, pin_bench):
             "calls": calls, "rounds": args.rounds, "compiler": cc_line, "pin_bench": pin_bench,
             "pin_bench_frames": pin_frames, "rows": rows, "comparisons": own_comparisons(rows),
             "casadi": casadi, "casadi_skipped": side_skipped}
+
+
+def pin_cg_columns(pin_cg, urdf, floating, calls, functions):
+    """{function: {cg_ns, cg_codegen_s, cg_operations}}: Pinocchio + CppADCodeGen's generated
+    function of each of `functions` (its bare call, pin_cg_bench's <algo>_raw_ns: 64 cycling
+    states, median of 7), the seconds its code generation and compilation took, and the
+    operations of its generated C (counted in the sources it keeps). One run: generating the
+    code is what takes long (minutes on Talos)."""
+    if not pin_cg or not functions:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="rbdgen-pin-cg-") as work:
+        algos = ",".join(PIN_CG_NAMES[fn] for fn in functions)
+        log(f"   Pinocchio + CppADCodeGen: generating and compiling {algos} ...")
+        env = dict(os.environ, PIN_CG_CFLAGS=PIN_CG_CFLAGS, PIN_CG_KEEP="1", PIN_CG_WORKDIR=work)
+        result = subprocess.run([pin_cg, urdf, "1" if floating else "0", str(calls), algos], capture_output=True,
+                                text=True, env=env)
+        if result.returncode != 0:
+            sys.exit(f"bench_c: {pin_cg} failed:\n{result.stdout}{result.stderr}")
+        values = {}
+        for line in result.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                values[parts[0]] = parts[1]
+        columns = {}
+        for fn in functions:
+            algo = PIN_CG_NAMES[fn]
+            if f"{algo}_raw_ns" not in values:
+                log(f"   Pinocchio + CppADCodeGen has no {algo}: {values.get(algo + '_error', 'no output')}")
+                continue
+            columns[fn] = {"cg_ns": float(values[f"{algo}_raw_ns"]), "cg_codegen_s": float(values[f"{algo}_codegen_s"]),
+                           "cg_maxdiff": float(values[f"{algo}_maxdiff"]), "cg_operations": cg_operations(work, algo)}
+        return columns
+
+
+def cg_operations(work, algo):
+    """The arithmetic operations of CppADCodeGen's C for `algo` (the sources pin_cg_bench keeps):
+    binary + - * /, and calls of the math library, as our operation counts count them."""
+    count = 0
+    for root, _, files in os.walk(work):
+        for name in files:
+            if name.endswith(".c") and algo in root + name:
+                with open(os.path.join(root, name)) as f:
+                    text = f.read()
+                body = "\n".join(line for line in text.splitlines() if "=" in line and not line.lstrip().startswith(
+                    ("#", "//", "/*", "*")))
+                count += len(re.findall(r"(?<=[\w\])])\s*[-+*/]\s*(?=[\w(.])", body))
+                count += len(re.findall(r"\b(?:sin|cos|sqrt|tan|exp|log|atan2|pow|fabs)\s*\(", body))
+    return count or None
 
 
 def own_comparisons(rows):
@@ -501,6 +559,9 @@ def print_table(result):
     w = max([len("function")] + [len(row["function"]) for row in result["rows"]])
     header = (f"{'function':<{w}} {'operations':>10} {'generated ns':>13} {'Pinocchio ns':>13} "
               f"{'speed-up':>9} {'target':>7}  met")
+    cg = any(row.get("cg_ns") for row in result["rows"])
+    if cg:
+        header += f" {'CG ops':>8} {'CG ns':>9} {'vs CG':>7}"
     export = any(row.get("export_ns") for row in result["rows"])
     if export:
         header += f" {'export ns':>10} {'export/module':>14}"
@@ -514,6 +575,9 @@ def print_table(result):
         met = ("yes" if row["speedup"] >= row["target"] else "NO") if row["target"] and row["speedup"] else ""
         line = (f"{row['function']:<{w}} {row['operations']:>10} {fmt(row['generated_ns']):>13} "
                 f"{fmt(row['pinocchio_ns']):>13} {speedup:>9} {target:>7}  {met:<3}")
+        if cg:
+            line += (f" {row.get('cg_operations') or '-':>8} {fmt(row.get('cg_ns')):>9} "
+                     f"{(fmt(row['cg_speedup'], 2) + 'x') if row.get('cg_speedup') else '-':>7}")
         if export:
             line += f" {fmt(row['export_ns']):>10} {fmt(row['export_ns'] / row['generated_ns'], 2):>14}"
         if casadi:
@@ -532,6 +596,11 @@ def print_table(result):
             print(f"  workaround: {text}")
     elif result["casadi_skipped"]:
         print(f"adam + CasADi column skipped: {result['casadi_skipped']}")
+    if cg:
+        cgs = [row for row in result["rows"] if row.get("cg_ns")]
+        print(f"CG: Pinocchio + CppADCodeGen's generated function, bare call, its C by gcc {PIN_CG_CFLAGS} "
+              f"(ours: {result['compiler']}); vs CG = CG ns / generated ns. Its code generation and compilation: "
+              + ", ".join(f"{row['function']} {row['cg_codegen_s']:.1f} s" for row in cgs))
     sys.stdout.flush()
 
 
@@ -539,6 +608,9 @@ def main(argv=None):
     parser = robot_parser(__doc__, DEFAULT_ROBOTS)
     parser.add_argument("--pin-bench", help="pin_bench executable (default: ../shared/bench/pin_bench beside "
                                             "the repository, built there when missing)")
+    parser.add_argument("--pin-cg", help="pin_cg_bench executable (../shared/bench/pin_cg/build.sh): adds "
+                                          "Pinocchio + CppADCodeGen's generated rnea, crba, aba, minv and "
+                                          "derivatives as the 'CG ns' column (generating them takes minutes)")
     parser.add_argument("--calls", type=int, help="calls per repetition, for both sides "
                                                   "(default: 100000, 20000 when nv > 20)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations driver/pin_bench (default: 3)")
