@@ -1,18 +1,22 @@
 """One C calling convention for every generated function: the uniform entry <fn>_eval(in, out,
 body) and <fn>_eval_batch(n, threads, in, out, body) give what the named function gives, and the
-metadata the C answers (rbdgen_<m>_function(name), a rbdgen_function_t) is model.json's."""
+metadata the C answers (rbdgen_<m>_function(name), a rbdgen_function_t) is the function table's,
+as model.json has it (names, sizes, sharing and defaults of the inputs)."""
 
 import ctypes
 
 import numpy as np
 import pytest
 
-SHARED = ("placement", "damping", "restitution", "dt")
+from rbdgen.table.inputs import INPUTS
+
+SHARED = [name for name, row in INPUTS.items() if row.shared]
 
 
 class FunctionInfo(ctypes.Structure):   # rbdgen_function_t (the module's header)
     _fields_ = [("name", ctypes.c_char_p), ("n_in", ctypes.c_int), ("name_in", ctypes.POINTER(ctypes.c_char_p)),
                 ("size_in", ctypes.POINTER(ctypes.c_long)), ("shared_in", ctypes.POINTER(ctypes.c_int)),
+                ("default_in", ctypes.POINTER(ctypes.c_double)),
                 ("n_out", ctypes.c_int), ("name_out", ctypes.POINTER(ctypes.c_char_p)),
                 ("size_out", ctypes.POINTER(ctypes.c_long)), ("per_body", ctypes.c_int),
                 ("eval", ctypes.c_void_p), ("eval_batch", ctypes.c_void_p)]
@@ -63,7 +67,9 @@ def test_the_c_answers_each_functions_inputs_and_outputs(bridge_modules):
         assert info.name.decode() == name
         assert [(info.name_in[i].decode(), info.size_in[i]) for i in range(info.n_in)] == \
             [(n, s) for n, s in row["inputs"]], name
-        assert [info.shared_in[i] for i in range(info.n_in)] == [int(n in SHARED) for n, _ in row["inputs"]], name
+        assert [info.shared_in[i] for i in range(info.n_in)] == [int(n in row["shared"]) for n, _ in row["inputs"]], name
+        defaults = [info.default_in[i] for i in range(info.n_in)]
+        assert [None if np.isnan(d) else d for d in defaults] == [row["defaults"].get(n) for n, _ in row["inputs"]], name
         assert (info.n_out, info.size_out[0], info.per_body) == (1, int(np.prod(row["shape"])), int(row["per_body"]))
         cname = f"rbdgen_{module._META['module']}_{name}"
         assert info.eval == ctypes.cast(getattr(library, cname + "_eval"), ctypes.c_void_p).value
