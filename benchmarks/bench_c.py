@@ -524,19 +524,20 @@ def pin_cg_columns(pin_cg, urdf, floating, calls, functions):
 
 
 def cg_operations(work, algo):
-    """The arithmetic operations of CppADCodeGen's C for `algo` (the sources pin_cg_bench keeps):
-    binary + - * /, and calls of the math library, as our operation counts count them."""
-    count = 0
-    for root, _, files in os.walk(work):
-        for name in files:
-            if name.endswith(".c") and algo in root + name:
-                with open(os.path.join(root, name)) as f:
-                    text = f.read()
-                body = "\n".join(line for line in text.splitlines() if "=" in line and not line.lstrip().startswith(
-                    ("#", "//", "/*", "*")))
-                count += len(re.findall(r"(?<=[\w\])])\s*[-+*/]\s*(?=[\w(.])", body))
-                count += len(re.findall(r"\b(?:sin|cos|sqrt|tan|exp|log|atan2|pow|fabs)\s*\(", body))
-    return count or None
+    """The arithmetic operations of CppADCodeGen's C for `algo` (its <model>_forward_zero.c among
+    the sources pin_cg_bench keeps; the derivatives' model is partial_<algorithm>): the binary
+    + - * / of its statements, and the calls of the math library, as our operation counts count
+    them. CppADCodeGen keeps operations that fold (0 - x, -1 * x, 1e-12 * x), so this counts
+    what its C asks for, not what the compiler leaves."""
+    model = "partial_" + algo[:-len("_derivs")] if algo.endswith("_derivs") else algo
+    path = os.path.join(work, "cppadcg_sources", f"{model}_forward_zero.c")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        statements = [line.split("=", 1)[1] for line in f if re.match(r"\s*[vy]\[\d+\]\s*=", line)]
+    text = re.sub(r"\d\.?\d*e[-+]\d+", "1", "\n".join(statements))   # exponents are not operations
+    return (len(re.findall(r"(?<=[\w\])])\s*[-+*/]\s*(?=[-\w(.])", text))
+            + len(re.findall(r"\b(?:sin|cos|sqrt|tan|exp|log|atan2|pow|fabs)\s*\(", text)))
 
 
 def own_comparisons(rows):
