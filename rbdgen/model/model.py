@@ -7,6 +7,7 @@ the child's inertia is merged into its moving parent and the child stays a frame
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from ..errors import ModelError
@@ -126,7 +127,9 @@ class Model:
 
     @property
     def total_mass(self):
-        return float(sum(I.m for I in self.inertia))
+        """A float (a sum of symbols when the masses are model parameters)."""
+        total = sum(I.m for I in self.inertia)
+        return float(total) if isinstance(total, numbers.Real) else total
 
     def neutral_configuration(self):
         q = []
@@ -285,10 +288,8 @@ def with_joint_dynamics(model, armature=None, damping=None):
         for name, value in (given or {}).items():
             joint = next((j for j in full.joints if j.name == name), None)
             if joint is None:
-                import difflib
-                close = difflib.get_close_matches(str(name), [j.name for j in full.joints], n=3)
-                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-                raise ModelError(f"{what}: the model has no joint {name!r}{hint}")
+                from .parameters import did_you_mean
+                raise ModelError(f"{what}: the model has no joint {name!r}{did_you_mean(name, [j.name for j in full.joints])}")
             per_dof = list(value) if isinstance(value, (list, tuple)) else [value] * joint.nv
             if len(per_dof) != joint.nv:
                 raise ModelError(f"{what} of joint {name!r}: expected 1 or {joint.nv} values, got {len(per_dof)}")
