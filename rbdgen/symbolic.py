@@ -47,27 +47,75 @@ def symbolic(robot, function, parameters=(), floating_base=False, closed_form=Fa
     armature, damping, origin:JOINT) whose entries become symbols (m_link7, g_z, ...) instead
     of the model's numbers. closed_form: the replacements substituted into the outputs and each
     entry simplified (no replacements are returned); for small robots."""
-    import sympy
     model = robot if isinstance(robot, Model) else _load(robot, floating_base)
-    spec = _spec(function)
-    params = model_parameters(model, parameters)
-    try:
-        program = generate_program(model, dataclasses.replace(spec, variants=()), parameters=params)
-    except TypeError as exc:    # a numeric step of the algorithm met a symbol
-        raise CodegenError(f"{function}: its algorithm does not take the parameters {', '.join(parameters)} "
-                           f"as symbols ({exc})") from None
-    names = {}
-    for name, symbols in program.inputs.items():
-        labels = params.names if name == PARAMETERS_INPUT else coordinate_names(name, len(symbols))
-        names.update(zip(symbols, (sympy.Symbol(label) for label in labels)))
-    replacements, flat = to_sympy(program, names)
-    if closed_form:
-        values = {}
-        for target, value in replacements:
-            values[target] = value.xreplace(values)
-        flat = [sympy.simplify(x.xreplace(values)) for x in flat]
-        replacements = []
-    return replacements, _shaped(flat, _parts(model, spec), spec.scalar)
+    f = SympyFunction.of(model, function, parameters, closed_form)
+    return f.replacements, f.outputs
+
+
+@dataclasses.dataclass
+class SympyFunction:
+    """A function as SymPy: its inputs [(input name, [Symbol])], replacements, outputs and
+    the outputs' names (the parts', or the function's own)."""
+
+    name: str
+    inputs: list
+    replacements: list
+    outputs: list
+    output_names: list
+
+    @classmethod
+    def of(cls, model, function, parameters=(), closed_form=False):
+        import sympy
+        spec = _spec(function)
+        params = model_parameters(model, parameters)
+        try:
+            program = generate_program(model, dataclasses.replace(spec, variants=()), parameters=params)
+        except TypeError as exc:    # a numeric step of the algorithm met a symbol
+            raise CodegenError(f"{function}: its algorithm does not take the parameters {', '.join(parameters)} "
+                               f"as symbols ({exc})") from None
+        inputs, names = [], {}
+        for name, symbols in program.inputs.items():
+            labels = params.names if name == PARAMETERS_INPUT else coordinate_names(name, len(symbols))
+            inputs.append(("parameters" if name == PARAMETERS_INPUT else name, [sympy.Symbol(x) for x in labels]))
+            names.update(zip(symbols, inputs[-1][1]))
+        replacements, flat = to_sympy(program, names)
+        if closed_form:
+            values = {}
+            for target, value in replacements:
+                values[target] = value.xreplace(values)
+            flat = [sympy.simplify(x.xreplace(values)) for x in flat]
+            replacements = []
+        parts = spec.parts(model) if spec.parts else [(function, tuple(spec.output(model)))]
+        return cls(function, inputs, replacements, _shaped(flat, [shape for _, shape in parts], spec.scalar),
+                   [name for name, _ in parts])
+
+    def listing(self, form="text"):
+        """The function as text: `x0 = ...` lines then `name = ...` lines (form "text", SymPy's
+        printing; "latex", one equation a line), or a Python function of the inputs
+        (form "python", math's functions)."""
+        import sympy
+        lines = list(self.replacements) + list(zip(map(sympy.Symbol, self.output_names), self.outputs))
+        if form == "latex":
+            return "\n".join(f"{sympy.latex(target)} = {sympy.latex(value)}" for target, value in lines)
+        if form != "python":
+            return "\n".join(f"{target} = {value}" for target, value in lines)
+        body = [f"    {', '.join(map(str, symbols))}{',' if len(symbols) == 1 else ''} = {name}"
+                for name, symbols in self.inputs if [name] != [str(x) for x in symbols]]
+        body += [f"    {target} = {sympy.pycode(value, fully_qualified_modules=True)}" for target, value in self.replacements]
+        results = [sympy.pycode(_nested(value), fully_qualified_modules=True) for value in self.outputs]
+        body.append(f"    return {', '.join(results)}")
+        header = f"def {self.name}({', '.join(name for name, _ in self.inputs)}):"
+        return "\n".join(["import math", "", "", header] + body)
+
+
+def _nested(value):
+    """An output as nested lists (a column as a flat list) for printing as Python."""
+    import sympy
+    if isinstance(value, sympy.MatrixBase):
+        return list(value) if value.shape[1] == 1 else value.tolist()
+    if isinstance(value, sympy.NDimArray):
+        return value.tolist()
+    return value
 
 
 def coordinate_names(name, size):
@@ -155,10 +203,6 @@ def _shaped(flat, parts, scalar):
         else:
             out.append(sympy.Array(entries, shape))
     return out
-
-
-def _parts(model, spec):
-    return [shape for _, shape in spec.parts(model)] if spec.parts else [tuple(spec.output(model))]
 
 
 def _spec(function):
