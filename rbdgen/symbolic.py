@@ -45,8 +45,10 @@ def symbolic(robot, function, parameters=(), floating_base=False, closed_form=Fa
 
     parameters: SPEC strings (rbdgen.model.parameters: inertia:LINK, inertia:all, gravity,
     armature, damping, origin:JOINT) whose entries become symbols (m_link7, g_z, ...) instead
-    of the model's numbers. closed_form: the replacements substituted into the outputs and each
+    of the model's numbers. floating_base: a free-flyer root for a URDF or xacro file. closed_form: the replacements substituted into the outputs and each
     entry simplified (no replacements are returned); for small robots."""
+    if isinstance(robot, Model) and floating_base:
+        raise RbdgenError("floating_base is for a robot's file: a Model has its joints already")
     model = robot if isinstance(robot, Model) else _load(robot, floating_base)
     f = SympyFunction.of(model, function, parameters, closed_form)
     return f.replacements, f.outputs
@@ -101,7 +103,8 @@ class SympyFunction:
             return "\n".join(f"{target} = {value}" for target, value in lines)
         body = [f"    {', '.join(map(str, symbols))}{',' if len(symbols) == 1 else ''} = {name}"
                 for name, symbols in self.inputs if [name] != [str(x) for x in symbols]]
-        body += [f"    {target} = {sympy.pycode(value, fully_qualified_modules=True)}" for target, value in self.replacements]
+        body += [f"    {target} = {sympy.pycode(value, fully_qualified_modules=True)}"
+                 for target, value in self.replacements]
         results = [sympy.pycode(_nested(value), fully_qualified_modules=True) for value in self.outputs]
         body.append(f"    return {', '.join(results)}")
         header = f"def {self.name}({', '.join(name for name, _ in self.inputs)}):"

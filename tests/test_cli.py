@@ -728,7 +728,8 @@ def test_symbolic_in_process(capsys):
     model = rbdgen.load_urdf(PENDULUM)
     assert main(["symbolic", PENDULUM, "crba", "--closed-form", "--latex", "--parameters", "inertia:link2"]) == 0
     latex = capsys.readouterr().out
-    assert latex.startswith(r"crba = \left[\begin{matrix}") and "m_{link2}" in latex and r"\cos{\left(q_{2} \right)}" in latex
+    assert latex.startswith(r"crba = \left[\begin{matrix}") and "m_{link2}" in latex
+    assert r"\cos{\left(q_{2} \right)}" in latex
     assert main(["symbolic", PENDULUM, "rnea", "--python", "--parameters", "gravity"]) == 0
     namespace = {}
     exec(capsys.readouterr().out, namespace)

@@ -61,7 +61,8 @@ def exact_inertia(rng):
     from rbdgen.spatial import Inertia
     I = np.diag(rng.integers(16, 64, 3)) + np.triu(rng.integers(-4, 5, (3, 3)), 1)
     I = (I + I.T - np.diag(np.diag(I))) / 64
-    return Inertia(int(rng.integers(1, 9)) / 4, tuple(int(x) / 16 for x in rng.integers(-4, 5, 3)), tuple(map(tuple, I)))
+    h = tuple(int(x) / 16 for x in rng.integers(-4, 5, 3))
+    return Inertia(int(rng.integers(1, 9)) / 4, h, tuple(map(tuple, I)))
 
 
 def exact_tree(seed, kinds, floating_base=False):
@@ -309,6 +310,10 @@ def test_a_urdf_path(tmp_path):
     replacements, (M,) = rbdgen.symbolic(path, "crba", parameters=["inertia:link2"])
     assert "m_link2" in {s.name for _, value in replacements for s in value.free_symbols} | \
         {s.name for s in M.free_symbols}
+    _, (M,) = rbdgen.symbolic(path, "crba", floating_base=True)
+    assert M.shape == (8, 8)
+    with pytest.raises(RbdgenError, match="floating_base is for a robot's file"):
+        rbdgen.symbolic(rbdgen.load_urdf(path), "crba", floating_base=True)
 
 
 # ---------------------------------------------------------------- the parameters ---------
@@ -350,9 +355,10 @@ def test_nominal_values_give_the_model_back(seed, floating):
 def test_parameters_of_a_mimic_model(tmp_path):
     """A model with mimic joints takes them on its tree."""
     from helpers import write_urdf
-    text = """<robot name='m'><link name='base'/>
-      <link name='a'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link>
-      <link name='b'><inertial><mass value='2'/><inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link>
+    inertia = "<inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/>"
+    text = f"""<robot name='m'><link name='base'/>
+      <link name='a'><inertial><mass value='1'/>{inertia}</inertial></link>
+      <link name='b'><inertial><mass value='2'/>{inertia}</inertial></link>
       <joint name='ja' type='revolute'><parent link='base'/><child link='a'/><axis xyz='0 0 1'/>
         <limit effort='1' velocity='1' lower='-1' upper='1'/></joint>
       <joint name='jb' type='revolute'><parent link='a'/><child link='b'/><origin xyz='0.5 0 0'/><axis xyz='0 0 1'/>

@@ -22,7 +22,9 @@ coordinates' symbols v1 .. vn of rbdgen.symbolic); origin_x_JOINT, origin_y_JOIN
 
 `model_parameters(model, specs)` gives their names, nominal values (the model's own) and
 `model_with(values)`: a copy of the model with those entries replaced by any scalars (the
-code generator's symbols, SymPy's, or numbers: the nominal values give the model back).
+code generator's symbols, SymPy's, or numbers: the nominal values give the model back). A model
+with mimic joints has them on its tree, what the algorithms run on (armature_k and damping_k
+count the tree's coordinates).
 """
 
 import dataclasses
