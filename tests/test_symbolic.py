@@ -202,6 +202,14 @@ def test_graph_equals_sympy(tree, function):
     assert_equal_to_sympy(TREES[tree](), function, EVERY_PARAMETER)
 
 
+@pytest.mark.parametrize("function", ["rnea", "crba", "aba", "com"])
+def test_graph_equals_sympy_with_joint_origins(function):
+    """The joints' origins as parameters too: every translation of the tree a symbol."""
+    model = exact_tree(5, ["revolute", "prismatic", "spherical", "planar"])
+    origins = [f"origin:{joint.name}" for joint in model.joints]
+    assert_equal_to_sympy(model, function, EVERY_PARAMETER + origins)
+
+
 def test_a_difference_is_found():
     """The comparison is not vacuous: one replacement changed by 2^-30 is a difference."""
     model = TREES["revolute chain"]()
