@@ -340,6 +340,7 @@ def test_parameter_names_and_nominal_values():
     assert np.array_equal(params.nominal[:10 * n], regressor_parameters(model))
     assert params.nominal[10 * n:10 * n + 3] == tuple(model.gravity)
     assert params.nominal[-3:] == tuple(model.X_T[2].r)
+    assert model_parameters(model, "gravity, damping").names == model_parameters(model, ["gravity", "damping"]).names
 
 
 @pytest.mark.parametrize("seed, floating", [(6, False), (7, True)])

@@ -93,13 +93,16 @@ class Parameters:
 
 
 def model_parameters(model, specs=()):
-    """The Parameters of `model` that `specs` (SPEC strings, see the module) name, in the
-    order given (an entry named twice is taken once)."""
+    """The Parameters of `model` that `specs` (SPEC strings, see the module, or one string of
+    them separated by commas) name, in the order given (an entry named twice is taken once)."""
+    if isinstance(specs, str):
+        specs = [spec for spec in specs.split(",") if spec.strip()]
     full = model.full
-    entries, names = [], []
+    entries, names, seen = [], [], set()
 
     def add(entry, name):
-        if entry not in entries:
+        if entry not in seen:
+            seen.add(entry)
             entries.append(entry)
             names.append(name)
 
