@@ -46,7 +46,7 @@ def main():
     parser.add_argument("robot", nargs="?", default="panda", help="a name of rbdgen.examples.ROBOTS or a .urdf path")
     parser.add_argument("function", nargs="?", default="crba", help="a function of states (default crba)")
     parser.add_argument("--floating-base", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--parameters", default="inertia:all", help="SPECs for the second rbdgen.symbolic run")
     args = parser.parse_args()
 

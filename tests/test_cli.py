@@ -1,4 +1,4 @@
-"""The command line end to end: `rbdgen build | info | verify | bench` in subprocesses (as a
+"""The command line end to end: `rbdgen build | info | verify | bench | symbolic` in subprocesses (as a
 user runs them; verify and bench with Pinocchio and with it "not installed") and
 `rbdgen.cli.main` in-process; user mistakes are one stderr line and status 2, never a traceback."""
 
