@@ -13,3 +13,6 @@ from .codegen.export import export, export_model  # noqa: E402
 from .codegen.options import BuildOptions  # noqa: E402
 
 __all__ += ["build", "build_model", "load", "export", "export_model", "BuildOptions"]
+from .symbolic import symbolic  # noqa: E402  (the module's name is taken by the function)
+
+__all__ += ["symbolic"]

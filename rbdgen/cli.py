@@ -1,4 +1,4 @@
-"""rbdgen build | export | info | verify | bench.
+"""rbdgen build | export | info | verify | bench | symbolic.
 
 User mistakes (missing file, bad URDF, unknown algorithm, an output folder that cannot be
 written, a corrupted module) print one line and exit 2; a mismatch found by `verify` exits 1.
@@ -265,6 +265,15 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_symbolic(args):
+    from .symbolic import SympyFunction
+    model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
+    parameters = [spec for item in args.parameters or () for spec in _algorithms(item) or ()]
+    function = SympyFunction.of(model, args.function, parameters, closed_form=args.closed_form)
+    print(function.listing("latex" if args.latex else "python" if args.python else "text"))
+    return 0
+
+
 def _symmetric(M):
     import numpy as np
     return np.triu(M) + np.triu(M, 1).T
@@ -347,6 +356,20 @@ def main(argv=None):
     p.add_argument("--calls", type=_positive, help="calls per timing round from Python (default: by size, 20 to 2000)")
     p.add_argument("--batch", type=_positive, help="states per batched call (default: 2000)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("symbolic", help="print a function of states as SymPy: the optimized program, or in closed form")
+    p.add_argument("urdf", metavar="robot", help="a URDF, xacro or MJCF file")
+    p.add_argument("function", help="a function of states (rnea, crba, aba, ...)")
+    model_options(p)
+    p.add_argument("--parameters", action="append", metavar="SPEC[,SPEC...]",
+                   help="model parameters as symbols: inertia:LINK, inertia:all, gravity, armature, damping, "
+                        "origin:JOINT (repeat it or separate by commas)")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
+    form.add_argument("--python", action="store_true", help="print a Python function of the inputs")
+    p.add_argument("--closed-form", action="store_true",
+                   help="substitute the temporaries and simplify each entry (for small robots)")
+    p.set_defaults(func=cmd_symbolic)
 
     args = parser.parse_args(argv)
     try:

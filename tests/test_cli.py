@@ -1,4 +1,4 @@
-"""The command line end to end: `rbdgen build | info | verify | bench` in subprocesses (as a
+"""The command line end to end: `rbdgen build | info | verify | bench | symbolic` in subprocesses (as a
 user runs them; verify and bench with Pinocchio and with it "not installed") and
 `rbdgen.cli.main` in-process; user mistakes are one stderr line and status 2, never a traceback."""
 
@@ -716,3 +716,28 @@ def test_mimic_end_to_end(tmp_path):
     assert set(pinocchio) == {"rnea", "crba", "aba"} or other == [
         "Pinocchio cannot compute aba for this model (This algorithm does not support Joint Mimic type in the model): "
         "not compared"], other
+
+
+def test_symbolic():
+    """`rbdgen symbolic`: the program as text, LaTeX, or a Python function equal to the reference."""
+    result = run_cli("symbolic", PENDULUM, "crba")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("x0 = ") and "crba = Matrix(" in result.stdout
+
+
+def test_symbolic_in_process(capsys):
+    model = rbdgen.load_urdf(PENDULUM)
+    assert main(["symbolic", PENDULUM, "crba", "--closed-form", "--latex", "--parameters", "inertia:link2"]) == 0
+    latex = capsys.readouterr().out
+    assert latex.startswith(r"crba = \left[\begin{matrix}") and "m_{link2}" in latex
+    assert r"\cos{\left(q_{2} \right)}" in latex
+    assert main(["symbolic", PENDULUM, "rnea", "--python", "--parameters", "gravity"]) == 0
+    namespace = {}
+    exec(capsys.readouterr().out, namespace)
+    q, v, a = np.array([0.3, -0.7]), np.array([0.5, 1.1]), np.array([-0.2, 0.4])
+    tau = namespace["rnea"](q, v, a, model.gravity)
+    np.testing.assert_allclose(tau, rbdgen.reference.rnea(model, q, v, a), rtol=1e-12, atol=1e-12)
+    assert main(["symbolic", PENDULUM, "crab"]) == 2
+    assert_user_error(2, capsys.readouterr().err, "'crab' is not a function", "did you mean crba")
+    assert main(["symbolic", PENDULUM, "crba", "--parameters", "inertia:lnk2"]) == 2
+    assert_user_error(2, capsys.readouterr().err, "no link 'lnk2'", "did you mean 'link2'")

@@ -23,7 +23,7 @@ LAYERS = [
     ("rbdgen.runtime.*",),
     ("rbdgen.codegen.*",),
     ("rbdgen.bindings.*",),
-    ("rbdgen", "rbdgen.bench", "rbdgen.dask", "rbdgen.optimal_control", "rbdgen.examples"),
+    ("rbdgen", "rbdgen.bench", "rbdgen.dask", "rbdgen.optimal_control", "rbdgen.examples", "rbdgen.symbolic"),
     ("rbdgen.cli",),
 ]
 

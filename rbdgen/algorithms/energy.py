@@ -20,7 +20,7 @@ def com(model, ops, q):
     """Centre of mass of the whole robot in world coordinates."""
     X_0 = body_placements(model, ops, joint_kinematics(model, ops, q))
     mass = model.total_mass
-    return list(scale3(1 / mass, mass_moment(model, ops, X_0))) if mass > 0 else [0, 0, 0]
+    return list(scale3(1 / mass, mass_moment(model, ops, X_0))) if mass != 0 else [0, 0, 0]   # masses >= 0, or symbols
 
 
 def potential_energy(model, ops, q):

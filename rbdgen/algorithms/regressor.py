@@ -18,8 +18,9 @@ import weakref
 
 import numpy as np
 
-from ..spatial import Force, Inertia
+from ..spatial import Force
 from ..model import mimic
+from ..model.parameters import INERTIA_ENTRIES, inertia_entries, inertia_from_entries  # noqa: F401  (INERTIA_ENTRIES: the tests')
 from . import NumericOps
 from .derivatives import Dual
 from .kinematics import tree_motion
@@ -29,24 +30,20 @@ PER_BODY = 10
 # carried up to it (ten force transforms per body below it) rather than from its axes carried
 # down (one motion transform and ten dot products per axis): Solo12 4 030 -> 3 418 operations.
 WIDE = 3
-# Pinocchio's order of the rotational inertia's six entries
-INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
 
 
 def parameters(model):
     """pi of the model's bodies (the tree's, with mimic joints), as a NumPy array."""
     out = []
     for inertia in model.full.inertia:
-        out += [float(inertia.m)] + [float(x) for x in inertia.h] + [float(inertia.I[r][c]) for r, c in INERTIA_ENTRIES]
+        out += [float(x) for x in inertia_entries(inertia)]
     return np.array(out)
 
 
 def _seeded_inertia():
     """An inertia whose ten parameters are the directions 0..9 (their values do not matter:
     forces are linear in them)."""
-    entry = {rc: Dual(0, {4 + k: 1}) for k, rc in enumerate(INERTIA_ENTRIES)}
-    I = [[entry[min(r, c), max(r, c)] for c in range(3)] for r in range(3)]
-    return Inertia(Dual(0, {0: 1}), [Dual(0, {1 + k: 1}) for k in range(3)], I)
+    return inertia_from_entries([Dual(0, {k: 1}) for k in range(PER_BODY)])
 
 
 def _columns(x):

@@ -18,9 +18,12 @@ ACCURACY_STATES = 4
 # and loses a digit to the table's algorithm (4.4e-16): not a trade to make.
 SELECTION_MARGIN = 4
 ACCURACY_SEED = 1
+# The input of a program that takes model parameters (rbdgen.model.parameters): their values,
+# after the function's own inputs.
+PARAMETERS_INPUT = "p"
 
 
-def generate_program(model, spec, cse=True, body=None, choice=None):
+def generate_program(model, spec, cse=True, body=None, choice=None, parameters=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
     (for a function of a frame, the program of the frames on `body`).
 
@@ -30,12 +33,21 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
     table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
     and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
-    a dict, receives what was measured and kept."""
+    a dict, receives what was measured and kept.
+
+    `parameters` (rbdgen.model.parameters.Parameters): the program takes their values as one
+    more input, PARAMETERS_INPUT, and is the table's algorithm (a variant is chosen by its
+    digits on numbers, which the parameters do not have here)."""
     inputs = spec.input_sizes(model)
+    if parameters:
+        inputs = inputs + [(PARAMETERS_INPUT, len(parameters))]
 
     def program_of(variant):
-        run = (lambda ops, *args: variant.run(model, ops, body, *args)) if spec.per_body else \
-            (lambda ops, *args: variant.run(model, ops, *args))
+        def run(ops, *args):
+            on = model
+            if parameters:
+                on, args = parameters.model_with(args[-1]), args[:-1]
+            return variant.run(on, ops, body, *args) if spec.per_body else variant.run(on, ops, *args)
         program = optimize(record(run, inputs, spec.output(model)), cse=cse)
         program.counts["cost"] = program.counts["operations"]
         if variant.solve is not None:
@@ -45,7 +57,7 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
         return program
 
     own = Variant(spec.run)
-    variants = tuple(v for v in spec.variants if v.applies(model))
+    variants = () if parameters else tuple(v for v in spec.variants if v.applies(model))
     if not variants:
         return program_of(own)
     from ..runtime.accuracy import Yardstick

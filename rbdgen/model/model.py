@@ -7,6 +7,7 @@ the child's inertia is merged into its moving parent and the child stays a frame
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from ..errors import ModelError, did_you_mean
@@ -126,7 +127,9 @@ class Model:
 
     @property
     def total_mass(self):
-        return float(sum(I.m for I in self.inertia))
+        """A float (a sum of symbols when the masses are model parameters)."""
+        total = sum(I.m for I in self.inertia)
+        return float(total) if isinstance(total, numbers.Real) else total
 
     def neutral_configuration(self):
         q = []
