@@ -22,6 +22,7 @@ import dataclasses
 import os
 from fractions import Fraction
 
+from .algorithms import LibraryOps
 from .codegen import expr as _expr
 from .codegen.programs import PARAMETERS_INPUT, generate_program
 from .codegen.recorder import SinCos
@@ -229,11 +230,12 @@ def _load(path, floating_base):
     return load_model(path, floating_base=floating_base)
 
 
-class SympyOps:
+class SympyOps(LibraryOps):
     """The `ops` the algorithms receive on SymPy scalars (rbdgen/algorithms/__init__.py): sines,
-    cosines, square roots and atan2 are SymPy's, `select` a Piecewise. `let` is the identity
+    cosines, square roots and atan2 are SymPy's (LibraryOps), `select` a Piecewise. `let` is the identity
     (closed expressions), or, made with record=True, binds every line's non-trivial scalars to a
     fresh symbol as the generator's recorder does and keeps `replacements` as sympy.cse does."""
+    LIBRARY = "sympy"
 
     def __init__(self, record=False):
         self.record = record
@@ -256,21 +258,6 @@ class SympyOps:
             found = self._bound[x] = sympy.Symbol(f"x{len(self.replacements)}")
             self.replacements.append((found, x))
         return found
-
-    @staticmethod
-    def sincos(angle):
-        import sympy
-        return sympy.sin(angle), sympy.cos(angle)
-
-    @staticmethod
-    def sqrt(x):
-        import sympy
-        return sympy.sqrt(x)
-
-    @staticmethod
-    def atan2(y, x):
-        import sympy
-        return sympy.atan2(y, x)
 
     @staticmethod
     def select(x, threshold, below, above):

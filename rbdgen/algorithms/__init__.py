@@ -19,6 +19,7 @@ numbers of forward mode (derivatives.DualOps) and mpmath's extended precision
 (rbdgen.runtime.accuracy.ExtendedOps).
 """
 
+import importlib
 import math
 
 import numpy as np
@@ -57,3 +58,26 @@ class NumericOps:
             small = x < threshold
             return np.where(small, below(lambda d: np.where(small, d, 1.0)), above(lambda d: np.where(small, 1.0, d)))
         return below(_same) if x < threshold else above(_same)
+
+
+class LibraryOps(NumericOps):
+    """NumericOps whose sin, cos, sqrt and atan2 are those of the module LIBRARY (mpmath for the
+    extended-precision truth, sympy for the SymPy front end), imported where first used."""
+    LIBRARY = None
+
+    @classmethod
+    def _library(cls):
+        return importlib.import_module(cls.LIBRARY)
+
+    @classmethod
+    def sincos(cls, x):
+        library = cls._library()
+        return library.sin(x), library.cos(x)
+
+    @classmethod
+    def sqrt(cls, x):
+        return cls._library().sqrt(x)
+
+    @classmethod
+    def atan2(cls, y, x):
+        return cls._library().atan2(y, x)

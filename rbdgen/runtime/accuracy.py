@@ -22,7 +22,7 @@ the scale.
 
 import numpy as np
 
-from ..algorithms import NumericOps
+from ..algorithms import LibraryOps
 from ..spatial import map_scalars
 from .reference import OPS, _shape_and_entries
 
@@ -40,24 +40,10 @@ def budget(reference_error, kappa=1.0):
     return max(FACTOR * reference_error, FLOOR, EPS * kappa)
 
 
-class ExtendedOps(NumericOps):
+class ExtendedOps(LibraryOps):
     """The `ops` the algorithms receive for the truth: `let` is the identity, `select` a
     branch, sin, cos, sqrt and atan2 are mpmath's at the working precision."""
-
-    @staticmethod
-    def sincos(x):
-        import mpmath
-        return mpmath.sin(x), mpmath.cos(x)
-
-    @staticmethod
-    def sqrt(x):
-        import mpmath
-        return mpmath.sqrt(x)
-
-    @staticmethod
-    def atan2(y, x):
-        import mpmath
-        return mpmath.atan2(y, x)
+    LIBRARY = "mpmath"
 
 
 def extended_values(model, spec, inputs, states=None, body=None):
