@@ -27,6 +27,7 @@ from helpers import (robot_model, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, assert_cl
                      random_configuration, to_pinocchio_q)
 from rbdgen.algorithms import configuration
 from rbdgen.algorithms import derivatives
+from rbdgen.model import groups
 from rbdgen.codegen.cprinter import SlotPrinter, slot_map
 from rbdgen.codegen.optimize import optimize
 from rbdgen.codegen import expr as symbolic
@@ -254,7 +255,7 @@ def _cos(t):
 
 def _log_of_half_angle(h):
     """The rotation log of the quaternion (0, 0, sin h, cos h) as floats."""
-    return configuration._rotation_log(OPS, [0 * h, 0 * h, _sin(h), _cos(h)])
+    return groups.rotation_log(OPS, [0 * h, 0 * h, _sin(h), _cos(h)])
 
 
 def _half_angle_exact(h):
@@ -272,7 +273,7 @@ def _ratio_exact(h):
 
 def _gamma(h):
     log = _log_of_half_angle(h)
-    return configuration._log_defect(log.half_angle, log.half_angle_over_sin * log.cos_half)
+    return groups.log_defect(OPS, log.half_angle, log.half_angle_over_sin * log.cos_half)
 
 
 def _gamma_exact(h):
@@ -282,9 +283,9 @@ def _gamma_exact(h):
 
 # name: (numeric function of an angle (float or array), exact value, largest angle, tolerance)
 SCALAR_CASES = {
-    "sin t / t": (lambda t: configuration._sinc(t, _sin(t)),
+    "sin t / t": (lambda t: groups.sinc(OPS, t, _sin(t)),
                   lambda t: mpmath.sin(t) / t if t else mpmath.mpf(1), math.inf, REL_TOL_SCALAR),
-    "(t - sin t) / t^3": (lambda t: configuration._sin_defect(t, t * t, _sin(t)),
+    "(t - sin t) / t^3": (lambda t: groups.sin_defect(OPS, t, t * t, _sin(t)),
                           lambda t: (t - mpmath.sin(t)) / mpmath.mpf(t) ** 3 if t else mpmath.mpf(1) / 6,
                           math.inf, REL_TOL_SCALAR),
     "log: (t/2) / sin(t/2)": (_ratio, _ratio_exact, math.pi / 2, REL_TOL_SCALAR),

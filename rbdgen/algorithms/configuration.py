@@ -7,11 +7,6 @@ Identities: integrate(q, difference(q, q1)) = q1 (the same rotation; angles modu
 difference(q, integrate(q, v)) = v while every rotation angle in v stays below pi.
 """
 
-import functools
-
-from ..model import groups
-from . import NumericOps
-
 
 def integrate(model, ops, q, v, dt):
     """q (+) v dt for every joint (Pinocchio's integrate); dt is a one-element sequence."""
@@ -32,11 +27,3 @@ def difference(model, ops, q0, q1):
         b = q1[joint.idx_q:joint.idx_q + joint.nq]
         out[joint.idx_v:joint.idx_v + joint.nv] = ops.let("dq", i, joint.model.difference(ops, a, b))
     return out
-
-
-# The groups' scalar functions on numbers (floats or NumPy batches) under the names
-# tests/test_configuration.py measures against mpmath.
-_rotation_log = groups.rotation_log
-_sinc = functools.partial(groups.sinc, NumericOps)
-_sin_defect = functools.partial(groups.sin_defect, NumericOps)
-_log_defect = functools.partial(groups.log_defect, NumericOps)

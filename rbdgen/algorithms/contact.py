@@ -207,13 +207,15 @@ def frame_function(family, states, default, doc, evaluate, references, lead=(), 
     return _define(family, params, call, {"_evaluate": evaluate, "_check": check}, doc, module)
 
 
-def point_function(name, states, source, doc, evaluate, finish=None, lead=(), keywords=(), module=None):
-    """The public function `name`(*lead, *states, frame, point, *keywords): the linear rows of
-    the frame quantity `source` (a family, in local_world_aligned) at `point`, fixed in the
-    frame (frame coordinates). point_gamma, -J-dot v, is the classical acceleration at zero
-    q-ddot, negated. evaluate(*lead, source, reference, frame, states, point=point, **keywords)
-    computes the frame quantity; finish(rows, out) returns the result (into out=)."""
-    gamma, matrix = name == "point_gamma", source == "frame_jacobian"
+def point_function(name, row, evaluate, finish=None, lead=(), keywords=(), module=None):
+    """The public function `name`(*lead, *states, frame, point, *keywords) of the function
+    table's point `row` (its JSON: family, states, doc, reference, matrix, at_rest): the linear
+    rows of the frame quantity `family` in `reference` at `point`, fixed in the frame (frame
+    coordinates); at rest (point_gamma, -J-dot v): at zero q-ddot, negated.
+    evaluate(*lead, family, reference, frame, states, point=point, **keywords) computes the frame
+    quantity; finish(rows, out) returns the result (into out=)."""
+    states, source, reference = row["states"], row["family"], row["reference"]
+    gamma, matrix = row["at_rest"], row["matrix"]
     params = [*lead, *states, "frame", "point"] + [f"{k}={v!r}" for k, v in keywords]
     call = (f"_rows({''.join(x + ', ' for x in lead)}({''.join(s + ', ' for s in states)}), frame, point, "
             f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
@@ -222,7 +224,7 @@ def point_function(name, states, source, doc, evaluate, finish=None, lead=(), ke
         *lead_values, state, frame, point = args
         if gamma:   # q-ddot zero: the acceleration's velocity term
             state = state + (np.zeros(np.shape(state[-1])),)
-        value = evaluate(*lead_values, source, "local_world_aligned", frame, state, point=point, **keywords)
+        value = evaluate(*lead_values, source, reference, frame, state, point=point, **keywords)
         linear = -value[..., :3] if gamma else value[..., :3, :] if matrix else value[..., :3]
         return finish(linear, out) if finish else linear
-    return _define(name, params, call, {"_rows": rows}, doc, module)
+    return _define(name, params, call, {"_rows": rows}, row["doc"], module)

@@ -170,12 +170,11 @@ class Bridge:
     def with_forces(self, name, threads):
         """rnea(q, v, a, f_ext=None) and aba(q, v, tau, f_ext=None), as the module's."""
         m = self.m
-        plain = _differentiable(self.function(name, threads), self.rule(name), ("q", "v", name == "rnea" and "a" or "tau"),
-                                name, m)
+        plain = _differentiable(self.function(name, threads), self.rule(name), m._TABLE[name].names, name, m)
         forced = None
         if self.has(name + "_fext"):
             forced = _differentiable(self.function(name + "_fext", threads), self.rule(name + "_fext"),
-                                     ("q", "v", "a" if name == "rnea" else "tau", "f_ext"), name, m)
+                                     m._TABLE[name + "_fext"].names, name, m)
         njoints = len(m.joint_names)
 
         def public(q, v, x, f_ext=None):
@@ -221,10 +220,9 @@ class Bridge:
             fname = f"{family}_{reference}" if reference else family
             if not self.has(fname):
                 m._of_frame(family, reference)   # the module's error
-            return _refuse_derivative(self.function(fname, threads), name, per_body=True)(body, *states, on_body)
+            return _refuse_derivative(self.function(fname, threads), name, m, per_body=True)(body, *states, on_body)
         if name in m._META["points"]:
-            point = m._META["points"][name]
-            return m._contact.point_function(name, point["states"], point["family"], point["doc"], evaluate)
+            return m._contact.point_function(name, m._META["points"][name], evaluate)
         row = next(row for row in m._META["functions"].values() if row["family"] == name)
         return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n != "placement"],
                                          row["default_reference"], row["family_doc"], evaluate, m._REFERENCES)
@@ -350,7 +348,7 @@ def _differentiable(function, rule, names, public, m):
     """function (arrays -> a result) with a custom JVP from `rule`, or one that raises on
     differentiation; q's tangent is refused where q is not its own tangent space."""
     if rule is None:
-        return _refuse_derivative(function, public)
+        return _refuse_derivative(function, public, m)
     wrapped = jax.custom_jvp(function)
     lie_group = m.nq != m.nv
 
@@ -385,15 +383,17 @@ def _checked_pivots(function, names):
     return checked
 
 
-def _refuse_derivative(function, public, per_body=False):
+def _refuse_derivative(function, public, m, per_body=False):
     """function with a JVP that says it has none. A per-body function's first argument, the
     body's index, stays a Python int under jit (not differentiated, not traced)."""
     wrapped = jax.custom_jvp(function, nondiff_argnums=(0,) if per_body else ())
 
     def jvp(*arguments):
-        raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are rnea, nle, gravity, "
-                         "aba, fd_crba, contact_dynamics (with rnea_derivatives / aba_derivatives / "
-                         "contact_dynamics_derivatives built) and frame_placement (with frame_jacobian)")
+        differentiable = sorted(name for name, row in m._META["functions"].items() if row["jacobians"]
+                                and not row["per_body"])
+        raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are "
+                         f"{', '.join(differentiable)} and frame_placement, when the derivative functions their "
+                         "table rows name were built")
     wrapped.defjvp(jvp)
     return wrapped
 

@@ -245,9 +245,9 @@ for _fname, _row in _META["functions"].items():
             _row["family"], [n for n, _ in _row["inputs"] if n != "placement"], _row["default_reference"],
             _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS, module=__name__)
 for _name, _point in _META["points"].items():
-    if f"{_point['family']}_{_META['point_reference']}" in _META["functions"]:
-        globals()[_name] = _contact.point_function(_name, _point["states"], _point["family"], _point["doc"],
-                                                   _frame_quantity, _into, keywords=_KEYWORDS, module=__name__)
+    if f"{_point['family']}_{_point['reference']}" in _META["functions"]:
+        globals()[_name] = _contact.point_function(_name, _point, _frame_quantity, _into, keywords=_KEYWORDS,
+                                                   module=__name__)
 
 
 def _constraints(q, v, contacts, gamma=True):

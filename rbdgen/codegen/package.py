@@ -14,7 +14,7 @@ from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..errors import BuildError
 from ..model import conventions
 from ..runtime import reference
-from ..table.frames import POINT_REFERENCE, POINTS
+from ..table.frames import POINTS
 from ..version import __version__
 from . import cache
 from .compiler import c_compiler, openmp_flags
@@ -55,9 +55,7 @@ def metadata(model, module, extension, datas, key, options, source, frames, cont
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "references": list(REFERENCE_FRAMES),
-        "points": {name: {"family": family, "states": list(states), "doc": doc}
-                   for name, (family, states, doc) in POINTS.items()},
-        "point_reference": POINT_REFERENCE,
+        "points": {name: point.to_json() for name, point in POINTS.items()},
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
                                   # inputs with one value for a whole batch, and the defaults
                                   "shared": [a["name"] for a in d["inputs"] if not a["batched"]],

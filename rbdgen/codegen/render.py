@@ -313,13 +313,12 @@ def point_kinds(functions):
     inputs the public function takes, and the columns of the result."""
     by_name = {fn["name"]: fn for fn in functions}
     kinds = []
-    for name, (family, states, _) in POINTS.items():
-        fn = by_name.get(f"{family}_{POINT_REFERENCE}")
+    for name, point in POINTS.items():
+        fn = by_name.get(f"{point.family}_{POINT_REFERENCE}")
         if fn is None:
             continue
-        gamma = name == "point_gamma"
-        kinds.append({"name": name, "cname": fn["cname"], "inputs": [a for a in fn["inputs"] if a["name"] in states],
-                      "zero_acceleration": gamma, "cols": fn["shape"][1] if len(fn["shape"]) == 2 else 0})
+        kinds.append({"name": name, "cname": fn["cname"], "inputs": [a for a in fn["inputs"] if a["name"] in point.states],
+                      "zero_acceleration": point.at_rest, "cols": fn["shape"][1] if point.matrix else 0})
     return kinds
 
 

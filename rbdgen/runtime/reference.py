@@ -200,10 +200,9 @@ for _spec in _table.FUNCTIONS:
         globals()[_spec.family] = _contact.frame_function(
             _spec.family, _spec.inputs[:-1], _spec.default_reference, _spec.family_doc, _frame_quantity,
             _frames.REFERENCE_FRAMES, lead=("model",), module=__name__)
-for _name, (_family, _states, _doc) in POINTS.items():
-    globals()[_name] = _contact.point_function(_name, _states, _family, _doc, _frame_quantity, lead=("model",),
-                                               module=__name__)
-del _spec, _name, _family, _states, _doc
+for _name, _point in POINTS.items():
+    globals()[_name] = _contact.point_function(_name, _point.to_json(), _frame_quantity, lead=("model",), module=__name__)
+del _spec, _name, _point
 
 
 def _frame_name(frame):

@@ -25,6 +25,7 @@ import numpy as np
 from ..algorithms import constrained
 from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..table import functions as fn_table
+from ..table.frames import POINTS
 from ..table.inputs import INPUTS, VERIFY_DAMPING
 from . import reference
 from ..model.states import random_state
@@ -155,8 +156,9 @@ def task_space_checks(module, model, inputs, rng):
                 yield one("frame_jacobian", module.frame_jacobian(q, frame.name, ref),
                           reference.frame_jacobian(model, q, frame, ref))
     frame, point = frames[0].name, rng.normal(size=3) * 0.1
-    for name, args in (("point_jacobian", (q,)), ("point_velocity", (q, v)), ("point_acceleration", (q, v, a)),
-                       ("point_gamma", (q, v))):
+    states = {"q": q, "v": v, "a": a}
+    for name, row in POINTS.items():
+        args = [states[s] for s in row.states]
         if name in have:
             yield one(name, getattr(module, name)(*args, frame, point), getattr(reference, name)(model, *args, frame, point))
     # One 3-D contact on the deepest moving body, damped: a robot that cannot move the point in

@@ -2,6 +2,8 @@
 frame's placement on the body its last input, public by frame name (or index) and reference
 frame; and the points of frames."""
 
+from dataclasses import dataclass
+
 from ..algorithms import derivatives, mimic
 from ..algorithms.frames import REFERENCE_FRAMES
 from .spec import FunctionSpec, copied
@@ -107,17 +109,35 @@ def _frame_run(function, *extra):
     return run
 
 
-# The points of frames: public functions of the states, a frame and a point fixed in it (frame
-# coordinates), each the linear rows of a frame quantity in local_world_aligned at the point
-# (point_gamma: at zero q-ddot, negated): name -> (that quantity, the states, the documentation).
-POINTS = {
-    "point_jacobian": ("frame_jacobian", ("q",),
-                       "3 x nv: the world velocity of a point fixed in `frame` (frame coordinates) is J v."),
-    "point_velocity": ("frame_velocity", ("q", "v"), "World velocity of a point fixed in `frame` (given in frame "
-                                                      "coordinates)."),
-    "point_acceleration": ("frame_classical_acceleration", ("q", "v", "a"),
-                           "World acceleration of the point: J a + J-dot v."),
-    "point_gamma": ("frame_classical_acceleration", ("q", "v"),
-                    "The contact Hessian term gamma = -J-dot v of the point (RBDL paper §6.4)."),
-}
+# The reference frame of the frame quantities the points read
 POINT_REFERENCE = "local_world_aligned"
+
+
+@dataclass(frozen=True)
+class Point:
+    """A public function of the states, a frame and a point fixed in it (frame coordinates): the
+    linear rows of the frame quantity `family` in POINT_REFERENCE at the point. `matrix`: the
+    quantity is a matrix (its first three rows are taken); `at_rest`: at zero q-ddot, negated
+    (gamma = -J-dot v)."""
+    family: str
+    states: tuple
+    doc: str
+    matrix: bool = False
+    at_rest: bool = False
+
+    def to_json(self):
+        return {"family": self.family, "states": list(self.states), "doc": self.doc, "matrix": self.matrix,
+                "at_rest": self.at_rest, "reference": POINT_REFERENCE}
+
+
+POINTS = {
+    "point_jacobian": Point("frame_jacobian", ("q",),
+                            "3 x nv: the world velocity of a point fixed in `frame` (frame coordinates) is J v.",
+                            matrix=True),
+    "point_velocity": Point("frame_velocity", ("q", "v"),
+                            "World velocity of a point fixed in `frame` (given in frame coordinates)."),
+    "point_acceleration": Point("frame_classical_acceleration", ("q", "v", "a"),
+                                "World acceleration of the point: J a + J-dot v."),
+    "point_gamma": Point("frame_classical_acceleration", ("q", "v"),
+                         "The contact Hessian term gamma = -J-dot v of the point (RBDL paper §6.4).", at_rest=True),
+}
