@@ -41,7 +41,7 @@ def c_function(module, model, name):
 
     def arguments(inputs, batch):
         return [shared[arg] if arg in shared else inputs[arg][0] if INPUTS[arg].shared or batch is None
-                else inputs[arg] for arg in spec.inputs]
+                else inputs[arg] for arg in spec.arguments(model)]
     return function, arguments
 
 

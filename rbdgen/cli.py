@@ -71,8 +71,13 @@ def _options(args):
     return BuildOptions(floating_base=args.floating_base, strict=args.strict, mimic=args.mimic,
                         name=getattr(args, "name", None), algorithms=_algorithms(getattr(args, "algorithms", None)),
                         frames=_algorithms(getattr(args, "frames", None)),
-                        contacts=getattr(args, "contact", None) or None,
+                        contacts=getattr(args, "contact", None) or None, parameters=_parameters(args) or None,
                         native=not getattr(args, "no_native", False), **_source_options(args))
+
+
+def _parameters(args):
+    """The SPECs of --parameters (repeated, or separated by commas)."""
+    return [spec for item in getattr(args, "parameters", None) or () for spec in _algorithms(item) or ()]
 
 
 def _load_urdf(args, urdf, floating_base, mimic):
@@ -152,6 +157,12 @@ def cmd_info(args):
     fixed = [_printable(f.name) for f in model.frames if f.name not in model.body_names]
     if fixed:
         print(f"fixed frames: {', '.join(fixed)}")
+    if _parameters(args):
+        from .codegen.build import apply_parameters
+        from .model.parameters import parameters_of
+        params = parameters_of(apply_parameters(model, _parameters(args)))
+        print(f"parameters ({len(params)}, the layout of params): " +
+              ", ".join(f"{_printable(n)}={x:g}" for n, x in zip(params.names, params.nominal)))
     return 0
 
 
@@ -168,6 +179,8 @@ def cmd_verify(args):
         urdf, floating, mimic = args.target, args.floating_base, args.mimic
         model = _load_urdf(args, urdf, floating, mimic)
         module = _build(args, urdf)
+    from .codegen.build import apply_parameters
+    model = apply_parameters(model, module._META["options"].get("parameters"))
     report = verify_module(module, model, states=args.states, seed=args.seed, rel_tol=args.tol)
     ok = all(r["ok"] for r in report.values())
     close = "100 eps" if args.tol is None else f"{args.tol:g}"
@@ -268,7 +281,7 @@ def cmd_bench(args):
 def cmd_symbolic(args):
     from .symbolic import SympyFunction
     model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
-    parameters = [spec for item in args.parameters or () for spec in _algorithms(item) or ()]
+    parameters = _parameters(args)
     function = SympyFunction.of(model, args.function, parameters, closed_form=args.closed_form)
     print(function.listing("latex" if args.latex else "python" if args.python else "text"))
     return 0
@@ -303,6 +316,10 @@ def main(argv=None):
         p.add_argument("--xacro-arg", action="append", metavar="NAME:=VALUE", help="an argument of a xacro file")
         p.add_argument("--package", action="append", metavar="NAME=FOLDER",
                        help="the folder of a package a xacro file finds with $(find NAME)")
+        p.add_argument("--parameters", action="append", metavar="SPEC[,SPEC...]",
+                       help="model entries taken at run time (every function's `params`; symbols for symbolic): "
+                            "inertia:LINK, inertia:all, payload:FRAME, gravity, armature, damping, origin:JOINT "
+                            "(repeat it or separate by commas)")
 
     def function_options(p):
         p.add_argument("--name", help="module name (default: the robot's name, sanitized)")
@@ -361,9 +378,6 @@ def main(argv=None):
     p.add_argument("urdf", metavar="robot", help="a URDF, xacro or MJCF file")
     p.add_argument("function", help="a function of states (rnea, crba, aba, ...)")
     model_options(p)
-    p.add_argument("--parameters", action="append", metavar="SPEC[,SPEC...]",
-                   help="model parameters as symbols: inertia:LINK, inertia:all, gravity, armature, damping, "
-                        "origin:JOINT (repeat it or separate by commas)")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--latex", action="store_true", help="print LaTeX, one equation a line")
     form.add_argument("--python", action="store_true", help="print a Python function of the inputs")

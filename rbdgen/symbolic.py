@@ -24,11 +24,11 @@ from fractions import Fraction
 
 from .algorithms import LibraryOps
 from .codegen import expr as _expr
-from .codegen.programs import PARAMETERS_INPUT, generate_program
+from .codegen.programs import generate_program
 from .codegen.recorder import SinCos
 from .errors import CodegenError, RbdgenError
 from .model.model import Model
-from .model.parameters import model_parameters
+from .model.parameters import model_parameters, with_parameters
 from .table import functions as _table
 from .table.inputs import INPUTS
 
@@ -73,14 +73,14 @@ class SympyFunction:
         spec = _spec(function)
         params = model_parameters(model, parameters)
         try:
-            program = generate_program(model, dataclasses.replace(spec, variants=()), parameters=params)
+            program = generate_program(with_parameters(model, parameters), dataclasses.replace(spec, variants=()))
         except TypeError as exc:    # a numeric step of the algorithm met a symbol
             raise CodegenError(f"{function}: its algorithm does not take the parameters {', '.join(parameters)} "
                                f"as symbols ({exc})") from None
         inputs, names = [], {}
         for name, symbols in program.inputs.items():
-            labels = params.names if name == PARAMETERS_INPUT else coordinate_names(name, len(symbols))
-            inputs.append(("parameters" if name == PARAMETERS_INPUT else name, [sympy.Symbol(x) for x in labels]))
+            labels = params.names if name == "params" else coordinate_names(name, len(symbols))
+            inputs.append(("parameters" if name == "params" else name, [sympy.Symbol(x) for x in labels]))
             names.update(zip(symbols, inputs[-1][1]))
         replacements, flat = to_sympy(program, names)
         if closed_form:

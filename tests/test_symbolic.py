@@ -385,8 +385,10 @@ def test_parameter_errors():
         model_parameters(model, ["inertia:lnk1"])
     with pytest.raises(ModelError, match=r"no moving joint 'elbw'; did you mean 'elbow'"):
         model_parameters(model, ["origin:elbw"])
-    with pytest.raises(ModelError, match=r"unknown parameter 'payload:link1'; the parameters are inertia:LINK"):
-        model_parameters(model, ["payload:link1"])
+    with pytest.raises(ModelError, match=r"unknown parameter 'mass:link1'; the parameters are inertia:LINK"):
+        model_parameters(model, ["mass:link1"])
+    with pytest.raises(ModelError, match=r"no frame 'lnk1'; did you mean 'link1'"):
+        model_parameters(model, ["payload:lnk1"])
     builder = rbdgen.ModelBuilder("fixed")
     builder.add_body(-1, Revolute((0, 0, 1)), "j", "arm")
     builder.add_fixed_body("arm", "tool")

@@ -147,11 +147,14 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     const double *in[RBDGEN_MAX_INPUTS];
     PyObject *given = NULL, *flat, *batch;
     int threads;
-    if (nargs != c->n_in || !keywords(kwnames, args, nargs, &given, &threads))
+    const int n = c->n_in - f->nominal;   /* the inputs given */
+    if (nargs != n || !keywords(kwnames, args, nargs, &given, &threads))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (int i = 0; i < c->n_in; ++i)   /* a batch: its first state input has two dimensions */
+    for (int i = 0; i < n; ++i)   /* a batch: its first state input has two dimensions */
         if (!c->shared_in[i]) {
             if (PyArray_CheckExact(args[i]) && PyArray_NDIM((PyArrayObject *)args[i]) == 2) {
+                if (f->nominal)   /* the parameters of each state: the Python function copies them */
+                    return PyObject_Vectorcall(fallback, args, nargs, kwnames);
                 if ((batch = call_batch(f, args, given, threads)) != NULL || PyErr_Occurred())
                     return batch;
                 return PyObject_Vectorcall(fallback, args, nargs, kwnames);
@@ -160,7 +163,7 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         }
     if (given != NULL && f->scalar)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-    for (int i = 0; i < c->n_in; ++i) {
+    for (int i = 0; i < n; ++i) {
         if (c->shared_in[i] && PyFloat_Check(args[i])) {
             numbers[i] = PyFloat_AS_DOUBLE(args[i]);
             in[i] = &numbers[i];
@@ -168,6 +171,8 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
         }
     }
+    if (f->nominal)
+        in[n] = nominal_params;
     if (f->scalar) {
         double value;
         out = &value;

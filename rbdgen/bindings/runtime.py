@@ -25,6 +25,7 @@ from . import _arguments  # the same file as rbdgen/bindings/arguments.py
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
 from . import _pickling  # the same file as rbdgen/bindings/pickling.py
 from . import _conventions  # the same file as rbdgen/model/conventions.py
+from . import _physical  # the same file as rbdgen/model/physical.py
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 with open(_os.path.join(_HERE, "model.json"), encoding="utf-8") as _f:
@@ -47,6 +48,12 @@ frames = tuple(_META["frames"])
 contacts = tuple(c["spec"] for c in _META["contacts"])   # declared at build time
 _DECLARED = contacts   # (the functions of contacts take a `contacts` argument of their own)
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
+# The model parameters every function takes last, as `params` (rbdgen build --parameters): one
+# vector, or one per state of a batch; None (the default) means nominal_params.
+param_names = tuple(_META["params"]["names"])
+nominal_params = _np.array(_META["params"]["nominal"], dtype=_np.float64)
+nominal_params.flags.writeable = False
+_PARAMS = {"params": None} if param_names else {}   # the keyword the public functions pass on
 _FLOAT = _arguments._FLOAT
 MAX_THREADS = _arguments.MAX_THREADS
 _vector, _one_number, _batch, _is_batch = _arguments.vector, _arguments.one_number, _arguments.batch, _arguments.is_batch
@@ -65,6 +72,8 @@ class _Function:
                               "rebuild the module with rbdgen build")
         self.name, self.names, self.sizes = fname, names, [int(size) for _, size in row["inputs"]]
         self.shared = [n in row["shared"] for n in names]   # one value for a whole batch
+        self.broadcast = [n in row["broadcast"] for n in names]   # per state, or one for a whole batch
+        self.solves = bool(row["solves"])
         self.defaults = {n: float(value) for n, value in row["defaults"].items()}
         self.family, self.reference = row["family"], row["reference"]
         self.first = self.shared.index(False)
@@ -90,6 +99,10 @@ class _Function:
     def __call__(self, body, args, out, threads):
         threads = _threads(threads)   # checked for one state too: a wrong count is a mistake there as well
         lead = () if body is None else (body,)
+        checked = False
+        if self.broadcast[-1]:   # the model parameters: nominal for None, else checked
+            args = list(args)
+            checked = _parameters(args, self.solves)
         # The common call (float64 vectors of the right size, no out=) goes straight to C: the
         # buffer requests themselves refuse non-contiguous arrays (ValueError), lists (TypeError).
         try:
@@ -106,13 +119,17 @@ class _Function:
                 args[k] = _one_number(args[k], name) if n == 1 else _vector(args[k], n, name)
         first = self.first
         if _is_batch(args[first], self.sizes[first], self.names[first]):
-            for k, (name, n) in enumerate(zip(self.names, self.sizes)):
-                if not self.shared[k]:
-                    args[k] = _batch(args[k], n, name, None if k == first else args[first].shape[0])
             count = args[first].shape[0]
+            for k, (name, n) in enumerate(zip(self.names, self.sizes)):
+                if self.broadcast[k] and _np.ndim(args[k]) == 1:   # one for every state: copied to each
+                    args[k] = _np.ascontiguousarray(_np.broadcast_to(_vector(args[k], n, name), (count, n)))
+                elif not self.shared[k]:
+                    args[k] = _batch(args[k], n, name, None if k == first else count)
             out, target = _output(out, (count,) + (() if self.scalar else self.shape), tuple(args))
             if count:
                 self.batch(count, threads, *lead, *[_buf(_D, x) for x in args], _buf(_D, target))
+            if checked and self.solves:
+                _solved(target.reshape(count, -1))
             settled = _settled(out, target)
             return _parts(settled, self.parts) if self.parts else settled
         for k, (name, n) in enumerate(zip(self.names, self.sizes)):
@@ -120,11 +137,14 @@ class _Function:
                 args[k] = _vector(args[k], n, name)
         out, target = _output(out, self.shape, tuple(args))
         self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, target))
+        if checked and self.solves:
+            _solved(target.reshape(1, -1))
         return self.result(_settled(out, target))
 
     def define(self, namespace):
         """The public function, with its own signature (keywords by name, the defaults)."""
-        params = "".join(f"{n}={self.defaults[n]!r}, " if n in self.defaults else f"{n}, " for n in self.names)
+        params = "".join(f"{n}={self.defaults[n]!r}, " if n in self.defaults else f"{n}=None, " if broadcast else f"{n}, "
+                         for n, broadcast in zip(self.names, self.broadcast))
         body, lead = ("body", "body, ") if self.per_body else ("None", "")
         arguments = "".join(f"{n}, " for n in self.names)
         text = (f"def {self.public}({lead}{params}out=None, threads=0):\n"
@@ -134,6 +154,56 @@ class _Function:
         function = scope[self.public]
         function.__doc__, function.__module__ = self.doc, namespace["__name__"]
         namespace[self.public] = function
+
+
+def _parameters(args, solves):
+    """Put nominal_params in for params=None (the last argument); True when params were given:
+    then they have been checked (size, finite; for a solve with M, physical: check_params), and
+    a solve's result is checked for a singular M after the call."""
+    if args[-1] is None:
+        args[-1] = nominal_params
+        return False
+    values = _contact.real_array(args[-1], "params")
+    if values.shape[-1:] != nominal_params.shape or values.ndim > 2:
+        raise ValueError(f"params: expected ({len(param_names)},) or a batch (B, {len(param_names)}), got {values.shape}")
+    if solves:   # M must be positive definite: spatial inertias positive semidefinite
+        _check_params(values, strict=False)
+    elif not _np.isfinite(values).all():
+        check_params(values)   # names the first value that is not finite
+    args[-1] = values
+    return True
+
+
+def check_params(params):
+    """ValueError (one line naming the state of a batch, the link or payload and the parameter)
+    unless `params` ((np,) or (B, np), in param_names' order) are finite and physical: masses
+    >= 0, each body's rotational inertia about its centre of mass positive semidefinite and
+    within the triangle inequality, armature and damping >= 0. The functions that solve with M
+    (aba, minv, ...) check all but the triangle inequality of the params they are given."""
+    _check_params(params, strict=True)
+
+
+_CHECKED = {}   # strict -> the bytes of the last params found physical: a loop with the same ones checks once
+
+
+def _check_params(params, strict):
+    values = _contact.real_array(params, "params")
+    if _CHECKED.get(strict) == values.tobytes():
+        return
+    problem = _physical.problem(values, _META["params"]["bodies"], _META["params"]["nonnegative"], param_names, strict)
+    if problem:
+        raise ValueError(problem)
+    _CHECKED[strict] = values.tobytes()
+
+
+def _solved(rows):
+    """ValueError for a solve with M that gave a non-finite number (M singular: a joint that
+    moves no mass with these parameters); rows: (B, size), one per state."""
+    finite = _np.isfinite(rows).all(axis=-1)
+    if not finite.all():
+        where = f" at state {int(_np.argmin(finite))} of the batch" if len(rows) > 1 else ""
+        raise ValueError(f"params: M is singular{where} (a joint moves no mass with these parameters); "
+                         "give the links it moves a mass")
 
 
 _TABLE = {fname: _Function(fname, row) for fname, row in _META["functions"].items()}
@@ -149,32 +219,41 @@ def _parts(flat, parts):
     return tuple(flat[..., start:stop].reshape(lead + shape) for start, stop, shape in parts)
 
 
-def _with_forces(name, q, v, x, f_ext, out, threads):
+def _with_forces(name, q, v, x, f_ext, out, threads, params):
     """The public `name` (rnea, aba): the generated function, or with f_ext its `name`_fext."""
+    params = tuple(_keywords(params).values())
     if f_ext is None:
-        return _TABLE[name](None, (q, v, x), out, threads)
+        return _TABLE[name](None, (q, v, x) + params, out, threads)
     if name + "_fext" not in operation_counts:
         raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
-    return globals()[name + "_fext"](q, v, x, _arguments.forces(f_ext, q, len(joint_names), nq), out=out, threads=threads)
+    forces = _arguments.forces(f_ext, q, len(joint_names), nq)
+    return _TABLE[name + "_fext"](None, (q, v, x, forces) + params, out, threads)
 
 
-def _rnea_with_forces(q, v, a, f_ext=None, out=None, threads=0):
+def _rnea_with_forces(q, v, a, f_ext=None, params=None, out=None, threads=0):
     """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext[i].
 
     f_ext, shape (njoints, 6) (or (B, njoints, 6) for a batch): rows [force; torque] on
-    each joint's body, in its frame.
+    each joint's body, in its frame. params: the model parameters, for a module built with them.
     """
-    return _with_forces("rnea", q, v, a, f_ext, out, threads)
+    return _with_forces("rnea", q, v, a, f_ext, out, threads, params)
 
 
-def _aba_with_forces(q, v, tau, f_ext=None, passive=False, out=None, threads=0):
+def _aba_with_forces(q, v, tau, f_ext=None, passive=False, params=None, out=None, threads=0):
     """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]), f_ext as for
     rnea; with passive=True the joints' damping torque passive_torque(v) is added to tau."""
     if passive:
         if "passive_torque" not in _NAMES:
             raise ValueError("passive: this module was built without passive_torque; rebuild it with that function")
-        tau = _np.add(tau, passive_torque(v, threads=threads))
-    return _with_forces("aba", q, v, tau, f_ext, out, threads)
+        tau = _np.add(tau, passive_torque(v, **_keywords(params), threads=threads))
+    return _with_forces("aba", q, v, tau, f_ext, out, threads, params)
+
+
+def _keywords(params):
+    """params=, for a module built with parameters."""
+    if params is not None and not param_names:
+        raise ValueError("params: this module has no model parameters; build it with --parameters")
+    return {"params": params} if param_names else {}
 
 
 _JOINT_KINDS = tuple((j["type"], j["idx_q"], j["idx_v"]) for j in _META["joints"])
@@ -219,12 +298,13 @@ def _of_frame(family, reference):
     return function
 
 
-def _frame_quantity(family, reference, frame, states, point=None, out=None, threads=0):
-    """A frame quantity of the generated code, by frame name or index (at `point` in the frame)."""
+def _frame_quantity(family, reference, frame, states, point=None, **keywords):
+    """A frame quantity of the generated code, by frame name or index (at `point` in the frame);
+    keywords: out=, threads= (and params= for a module with parameters)."""
     body, placement = _frame(frame)
     if point is not None:
         placement = _contact.point_placement(placement, point)
-    return _of_frame(family, reference)(body, *states, placement, out=out, threads=threads)
+    return _of_frame(family, reference)(body, *states, placement, **keywords)
 
 
 def _into(part, out):
@@ -238,11 +318,11 @@ def _into(part, out):
 
 # The public functions of frames and points (rbdgen.algorithms.contact), those built: by frame
 # name or index, in a reference frame.
-_KEYWORDS = (("out", None), ("threads", 0))
+_KEYWORDS = tuple(_PARAMS.items()) + (("out", None), ("threads", 0))
 for _fname, _row in _META["functions"].items():
     if _row["per_body"] and _row["family"] not in globals():
         globals()[_row["family"]] = _contact.frame_function(
-            _row["family"], [n for n, _ in _row["inputs"] if n != "placement"], _row["default_reference"],
+            _row["family"], [n for n, _ in _row["inputs"] if n not in ("placement", "params")], _row["default_reference"],
             _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS, module=__name__)
 for _name, _point in _META["points"].items():
     if f"{_point['family']}_{_point['reference']}" in _META["functions"]:
@@ -250,18 +330,19 @@ for _name, _point in _META["points"].items():
                                                    module=__name__)
 
 
-def _constraints(q, v, contacts, gamma=True):
+def _constraints(q, v, contacts, gamma=True, params=None):
     """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions."""
     if not _CALL_TIME_CONTACTS:
         raise ValueError("contacts: this module takes no call-time contacts (they need minv, nle and the "
                          "local_world_aligned frame Jacobian and classical acceleration); rebuild it with them")
     contacts = _contact.parse_contacts(contacts)
     q = _vector(q, nq, "q")
-    G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point))
+    keywords = _keywords(params)
+    G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point, **keywords))
     if not gamma:
         return G, None
     v = _vector(v, nv, "v")
-    return G, _contact.constraint_bias(contacts, lambda frame, point: point_gamma(q, v, frame, point))
+    return G, _contact.constraint_bias(contacts, lambda frame, point: point_gamma(q, v, frame, point, **keywords))
 
 
 def _declared(name):
@@ -273,7 +354,7 @@ def _declared(name):
     return function
 
 
-def contact_dynamics(q, v, tau, contacts=None, damping=0.0, out=None, threads=0):
+def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=None, threads=0):
     """(q-ddot, lambda): M q-ddot = tau - nle + G^T lambda with G q-ddot + G-dot v = 0.
 
     contacts None: the contacts declared at build time (`contacts`; lambda in each contact
@@ -282,35 +363,39 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, out=None, threads=0)
     now (one state; a normal, in world axes, constrains one direction, None the whole point).
     Redundant contacts raise ValueError unless damping > 0.
     """
-    damping = _contact.check_damping(damping)
+    damping, keywords = _contact.check_damping(damping), _keywords(params)
     if contacts is None:
-        qdd, multipliers, pivots = _declared("contact_dynamics")(q, v, tau, _np.array([damping]), out=out,
+        qdd, multipliers, pivots = _declared("contact_dynamics")(q, v, tau, _np.array([damping]), **keywords, out=out,
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
-    G, gamma = _constraints(q, v, contacts)
-    return _contact.contact_dynamics(minv(q), nle(q, v), _vector(tau, nv, "tau"), G, gamma, damping)
+    G, gamma = _constraints(q, v, contacts, params=params)
+    return _contact.contact_dynamics(minv(q, **keywords), nle(q, v, **keywords), _vector(tau, nv, "tau"), G, gamma,
+                                     damping)
 
 
-def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, out=None, threads=0):
+def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, params=None, out=None, threads=0):
     """(v+, impulses): v+ = v- + M^-1 G^T Lambda with G v+ = -restitution G v- (contacts as
     for contact_dynamics)."""
     restitution, damping = _contact.check_restitution(restitution), _contact.check_damping(damping)
+    keywords = _keywords(params)
     if contacts is None:
         v_plus, impulses, pivots = _declared("impulse_dynamics")(q, v_minus, _np.array([restitution]),
-                                                                 _np.array([damping]), out=out, threads=threads)
+                                                                 _np.array([damping]), **keywords, out=out,
+                                                                 threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
-    G, _ = _constraints(q, None, contacts, gamma=False)
-    return _contact.impulse_dynamics(minv(q), _vector(v_minus, nv, "v_minus"), G, restitution, damping)
+    G, _ = _constraints(q, None, contacts, gamma=False, params=params)
+    return _contact.impulse_dynamics(minv(q, **keywords), _vector(v_minus, nv, "v_minus"), G, restitution, damping)
 
 
-def contact_inertia(q, contacts=None, out=None, threads=0):
+def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
     """The contact-space inverse inertia G M^-1 G^T (contacts as for contact_dynamics)."""
+    keywords = _keywords(params)
     if contacts is None:
-        return _declared("contact_inertia")(q, out=out, threads=threads)
-    G, _ = _constraints(q, None, contacts, gamma=False)
-    return G @ minv(q) @ G.T
+        return _declared("contact_inertia")(q, **keywords, out=out, threads=threads)
+    G, _ = _constraints(q, None, contacts, gamma=False, params=params)
+    return G @ minv(q, **keywords) @ G.T
 
 def casadi(function, frame=None, reference=None):
     """The generated C function `function` as a casadi.Function: named inputs and outputs in

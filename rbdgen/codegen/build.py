@@ -21,6 +21,7 @@ from ..version import __version__
 from ..algorithms import constrained
 from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError, ModelError, did_you_mean
+from ..model.parameters import parameters_of, with_parameters
 from ..model.sources import load_model, source_kind
 from ..runtime import reference
 from . import cache
@@ -59,7 +60,8 @@ def code_fingerprint():
 def model_fingerprint(model):
     """A hash of everything the generated code depends on (exact float reprs)."""
     h = hashlib.sha256()
-    parts = [repr(model.name), repr(model.gravity), repr(model.full.armature), repr(model.full.damping)]
+    parts = [repr(model.name), repr(model.gravity), repr(model.full.armature), repr(model.full.damping),
+             repr(model.parameters)]
     for i, joint in enumerate(model.joints):
         parts.append(repr((joint.name, joint.type, sorted(vars(joint.model).items()), model.parent[i],
                            model.X_T[i], model.inertia[i])))
@@ -84,6 +86,17 @@ def check_task_space(model, frames, contacts):
     except ModelError as exc:
         raise CodegenError(str(exc)) from None
     return declared, select_frames(model, frames)
+
+
+def apply_parameters(model, specs):
+    """The model whose functions take the parameters `specs` names (rbdgen.model.parameters)
+    as their last input; CodegenError (one line) for an unknown one."""
+    if not specs:
+        return model
+    try:
+        return with_parameters(model, specs)
+    except ModelError as exc:
+        raise CodegenError(str(exc)) from None
 
 
 def select_frames(model, names=None):
@@ -145,6 +158,7 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
     frames, contacts = options.frames, options.contacts
     module = module_name(name or model.name)
     check_moves(model)
+    model = apply_parameters(model, options.parameters)
     declared, chosen = check_task_space(model, frames, contacts)
     specs = fn_table.select(algorithms, model, declared)
     if algorithms is None and model.massless_joints():
@@ -156,7 +170,7 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
                  "nv^3); name it in --algorithms to build it")
     asked = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(options.cse),
              "frames": None if frames is None else [f.name for f in chosen],
-             "contacts": [c.describe() for c in declared]}
+             "contacts": [c.describe() for c in declared], "parameters": list(model.parameters)}
     flags = compile_flags(native)
     key = cache.build_key(model_fingerprint(model), asked, __version__, code_fingerprint(), flags=flags)
     _make_output_folder(out_dir)
@@ -264,7 +278,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     # the entry points' fixed code, which the rendered tables of calls.c include
     for name in ("entry_points.c", "entry_points.h", "arrays.c"):
         shutil.copyfile(os.path.join(BINDINGS, name), os.path.join(work, "rbdgen_" + name))
-    write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries),
+    write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries,
+                                                 parameters_of(model).nominal),
                python_extension_flags("-O2"))
     emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
                       [build_info_declaration(module)] + [line for sig in signatures for line in sig["declarations"]])
@@ -328,6 +343,7 @@ def load_source(urdf_path, options, progress=_noop):
                        **reading)
     check_moves(model)
     check_task_space(model, options.frames, options.contacts)
+    apply_parameters(model, options.parameters)
     source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": file_digest(urdf_path),
               "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
               "kind": source_kind(urdf_path),

@@ -19,6 +19,7 @@ class BuildOptions:
     algorithms: tuple = None      # the functions (None: the defaults for the robot)
     frames: tuple = None          # the frames served (None: every link and fixed frame)
     contacts: tuple = None        # contacts declared at build time ("l_sole:6d", "FL_FOOT:3d@0,0,0.01", ...)
+    parameters: tuple = None      # model entries taken at run time ("inertia:all", "payload:panda_hand", "gravity", ...)
     native: bool = True           # compiled with -march=native
     cse: bool = True              # common subexpressions eliminated
     verify: bool = True           # compared with the reference before it is installed
@@ -43,6 +44,7 @@ class BuildOptions:
                    armature=source.get("armature"), xacro_args=source.get("xacro_args"),
                    packages=source.get("packages"), name=name, algorithms=options.get("algorithms"),
                    frames=options.get("frames"), contacts=options.get("contacts"),
+                   parameters=options.get("parameters") or None,
                    native=options.get("native", True), cse=options.get("cse", True))
 
     def reading(self):

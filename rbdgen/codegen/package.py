@@ -12,7 +12,8 @@ import sys
 from ..algorithms import contact as contact_algorithms
 from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..errors import BuildError
-from ..model import conventions
+from ..model import conventions, physical
+from ..model.parameters import parameters_of
 from ..runtime import reference
 from ..table.frames import POINTS
 from ..version import __version__
@@ -31,6 +32,7 @@ def copy_binding(work):
     shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
                     os.path.join(work, "_contact.py"))
     shutil.copyfile(conventions.__file__, os.path.join(work, "_conventions.py"))
+    shutil.copyfile(physical.__file__, os.path.join(work, "_physical.py"))
     # robot.jax's XLA FFI handler, compiled on first use
     shutil.copyfile(os.path.join(BINDINGS, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
 
@@ -45,6 +47,9 @@ def metadata(model, module, extension, datas, key, options, source, frames, cont
         "parameters": reference.parameters(model).tolist(),
         **({"base_parameters": reference.base_parameters(model).to_json()}
            if any(d["name"] == "base_regressor" for d in datas) else {}),
+        # the model parameters every function takes last (Model.parameters): their names, nominal
+        # values, and what check_params reads (rbdgen.model.physical)
+        "params": _parameters_json(model),
         "joints": [{"name": j.name, "type": j.type, "idx_q": j.idx_q, "idx_v": j.idx_v, "nq": j.nq, "nv": j.nv,
                     **({"mimic": {"master": j.model.master, "multiplier": j.model.multiplier,
                                   "offset": j.model.offset}} if j.type == "mimic" else {})}
@@ -59,9 +64,10 @@ def metadata(model, module, extension, datas, key, options, source, frames, cont
         "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
                                   # inputs with one value for a whole batch, and the defaults
                                   "shared": [a["name"] for a in d["inputs"] if not a["batched"]],
+                                  "broadcast": [a["name"] for a in d["inputs"] if a["broadcast"]],
                                   "defaults": {a["name"]: a["default"] for a in d["inputs"] if a["default"] is not None},
                                   "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
-                                  "per_body": d["per_body"], "declared": d["declared"], "family": d["family"],
+                                  "per_body": d["per_body"], "declared": d["declared"], "solves": d["solves"], "family": d["family"],
                                   "reference": d["reference"], "default_reference": d["default_reference"],
                                   "family_doc": d["family_doc"],
                                   "jacobians": d["jacobians"], "doc": d["doc"],
@@ -69,6 +75,13 @@ def metadata(model, module, extension, datas, key, options, source, frames, cont
                                   **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
                       for d in datas},
     }
+
+
+def _parameters_json(model):
+    params = parameters_of(model)
+    nonnegative = [k for k, (group, _, _) in enumerate(params.entries) if group in ("armature", "damping")]
+    return {"specs": list(model.parameters), "names": list(params.names), "nominal": list(params.nominal),
+            "bodies": [[label, indices] for label, indices in params.bodies()], "nonnegative": nonnegative}
 
 
 def emit_cffi_source(work, extension, header, entry_points, declarations):

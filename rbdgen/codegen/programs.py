@@ -18,12 +18,9 @@ ACCURACY_STATES = 4
 # and loses a digit to the table's algorithm (4.4e-16): not a trade to make.
 SELECTION_MARGIN = 4
 ACCURACY_SEED = 1
-# The input of a program that takes model parameters (rbdgen.model.parameters): their values,
-# after the function's own inputs.
-PARAMETERS_INPUT = "p"
 
 
-def generate_program(model, spec, cse=True, body=None, choice=None, parameters=None):
+def generate_program(model, spec, cse=True, body=None, choice=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
     (for a function of a frame, the program of the frames on `body`).
 
@@ -35,19 +32,14 @@ def generate_program(model, spec, cse=True, body=None, choice=None, parameters=N
     and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
     a dict, receives what was measured and kept.
 
-    `parameters` (rbdgen.model.parameters.Parameters): the program takes their values as one
-    more input, PARAMETERS_INPUT, and is the table's algorithm (a variant is chosen by its
-    digits on numbers, which the parameters do not have here)."""
+    A model with parameters (Model.parameters) gives a program that takes their values as its
+    last input, `params`, and is the table's algorithm (a variant is chosen by its digits on
+    the model's numbers)."""
     inputs = spec.input_sizes(model)
-    if parameters:
-        inputs = inputs + [(PARAMETERS_INPUT, len(parameters))]
 
     def program_of(variant):
         def run(ops, *args):
-            on = model
-            if parameters:
-                on, args = parameters.model_with(args[-1]), args[:-1]
-            return variant.run(on, ops, body, *args) if spec.per_body else variant.run(on, ops, *args)
+            return spec.evaluate(model, ops, body, *args, run=variant.run)
         program = optimize(record(run, inputs, spec.output(model)), cse=cse)
         program.counts["cost"] = program.counts["operations"]
         if variant.solve is not None:
@@ -57,15 +49,15 @@ def generate_program(model, spec, cse=True, body=None, choice=None, parameters=N
         return program
 
     own = Variant(spec.run)
-    variants = () if parameters else tuple(v for v in spec.variants if v.applies(model))
+    variants = () if model.parameters else tuple(v for v in spec.variants if v.applies(model))
     if not variants:
         return program_of(own)
     from ..runtime.accuracy import Yardstick
     from ..runtime.verify import random_inputs
     from .evaluate import evaluate
     states = random_inputs(model, np.random.default_rng(ACCURACY_SEED), ACCURACY_STATES)
-    states = {name: states[name] for name in spec.inputs} if not spec.per_body else \
-        dict({name: states[name] for name in spec.inputs if name != "placement"},
+    states = {name: states[name] for name in spec.arguments(model)} if not spec.per_body else \
+        dict({name: states[name] for name in spec.arguments(model) if name != "placement"},
              placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
     yardstick = Yardstick(model, spec, states, body)
     preferred = tuple(v for v in variants if v.preferred)

@@ -34,7 +34,8 @@ def signature(module, spec, model):
         parts.append((start, start + count, tuple(part_shape), part_name))
         start += count
     cname = f"rbdgen_{module}_{spec.name}"
-    inputs = [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default}
+    inputs = [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default,
+               "broadcast": INPUTS[name].broadcast}
               for name, size in spec.input_sizes(model)]
     return {
         "name": spec.name,
@@ -56,6 +57,7 @@ def signature(module, spec, model):
         "jacobians": [{"" if output is None else output: {x: list(source) for x, source in blocks.items()}
                        for output, blocks in choice.items()} for choice in spec.jacobians],
         "declared": spec.declared,
+        "solves": spec.solves,
         # the generic C entry point (calls.c) takes it: vectors of states and numbers (dt) in,
         # one array, a float or a tuple of arrays (the parts) out
         "direct": not (spec.per_body or spec.declared),
@@ -275,17 +277,21 @@ def render_info(module, header, info, frames, functions):
                 for name, body, placement in frames])
 
 
-def render_calls(module, header, functions, nq, nv, frames):
+def render_calls(module, header, functions, nq, nv, frames, nominal=()):
     """The direct entry points: every function of states (`direct`), every frame quantity by
     frame name and reference (frame_kinds), the points of frames (point_kinds) and the functions
-    of the declared contacts. frames: [(name, body, placement)] in the module's order."""
+    of the declared contacts. frames: [(name, body, placement)] in the module's order; nominal:
+    the model parameters' values, which a function of states takes when params is not given.
+    With parameters, the calls of frames, points and declared contacts are the Python
+    functions' (which pass params on)."""
     direct = [fn for fn in functions if fn["direct"]]
-    declared = [fn for fn in functions if fn["declared"]]
-    kinds, points = frame_kinds(functions), point_kinds(functions)
+    declared = [fn for fn in functions if fn["declared"] and not nominal]
+    kinds, points = (frame_kinds(functions), point_kinds(functions)) if not nominal else ([], [])
     return template("calls.c.j2").render(
         max_inputs=max(len(fn["inputs"]) for fn in functions),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
+        nominal=[repr(float(x)) for x in nominal],
         references=REFERENCE_FRAMES, frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
         if kinds else [], frame_kinds=kinds, point_kinds=points)
 

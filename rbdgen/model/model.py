@@ -63,6 +63,10 @@ class Model:
     # d of the passive torque -d v (URDF <dynamics damping>, MuJoCo's dof_damping).
     armature: tuple = ()
     damping: tuple = ()
+    # Entries taken as run-time inputs of the generated functions (SPEC strings of
+    # rbdgen.model.parameters: inertia:LINK, payload:FRAME, gravity, ...): every function then
+    # takes their values, `params`, after its own inputs. Empty: the model's numbers are constants.
+    parameters: tuple = ()
     _frame_index: dict = field(default=None, repr=False, compare=False)
     _full: "Model" = field(default=None, repr=False, compare=False)   # set by model.mimic.with_mimic
 
@@ -115,7 +119,7 @@ class Model:
     def massless_joints(self):
         """Joints that move no mass and no rotational inertia: M is singular with them, so
         forward dynamics (ABA) is undefined. Found from the structure, not from a state."""
-        carries = [I.m != 0 or any(x != 0 for row in I.I for x in row) for I in self.inertia]
+        carries = [_may_be_nonzero(I.m) or any(_may_be_nonzero(x) for row in I.I for x in row) for I in self.inertia]
         for i in reversed(range(self.nbodies)):
             if carries[i] and self.parent[i] >= 0:
                 carries[self.parent[i]] = True
@@ -231,6 +235,11 @@ class ModelBuilder:
             gravity=tuple(_exact(g) for g in self.gravity),
             _frame_index={f.name: k for k, f in enumerate(frames)},
         )
+
+
+def _may_be_nonzero(x):
+    """x != 0 for a number; True for a model parameter's value (a symbol, or an array of a batch)."""
+    return x != 0 if isinstance(x, numbers.Number) else True
 
 
 def _exact(x):

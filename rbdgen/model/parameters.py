@@ -8,21 +8,23 @@ A SPEC names a group of entries:
                    (rbdgen.algorithms.regressor's order); a link fixed to a moving one has its
                    inertia merged into that link's, so name that link
     inertia:all    every moving link's
+    payload:FRAME  a rigid body of ten parameters (as inertia:LINK's, in the frame's axes about its
+                   origin; nominally nothing) fixed at a frame, added to its link's inertia
     gravity        the gravity vector (3)
     armature       the rotor inertia of every velocity coordinate (nv)
     damping        the viscous damping of every velocity coordinate (nv)
     origin:JOINT   the translation of a joint's placement in its moving parent link (3): the
                    URDF joint's <origin xyz> when its parent link is moved by a joint
 
-(`payload:FRAME` is not one yet: a payload is an inertia added on a frame, inertia:LINK of
-the frame's link covers it.) Names, one per entry, sanitized to identifiers: m_LINK,
-mcx_LINK, mcy_LINK, mcz_LINK, Ixx_LINK, Ixy_LINK, Iyy_LINK, Ixz_LINK, Iyz_LINK, Izz_LINK;
-g_x, g_y, g_z; armature_1 .. armature_nv and damping_1 .. damping_nv (1-based, as the
+Names, one per entry, sanitized to identifiers: m_LINK, mcx_LINK, mcy_LINK, mcz_LINK,
+Ixx_LINK, Ixy_LINK, Iyy_LINK, Ixz_LINK, Iyz_LINK, Izz_LINK; m_payload_FRAME, ...; g_x, g_y, g_z; armature_1 .. armature_nv and damping_1 .. damping_nv (1-based, as the
 coordinates' symbols v1 .. vn of rbdgen.symbolic); origin_x_JOINT, origin_y_JOINT, origin_z_JOINT.
 
 `model_parameters(model, specs)` gives their names, nominal values (the model's own) and
 `model_with(values)`: a copy of the model with those entries replaced by any scalars (the
-code generator's symbols, SymPy's, or numbers: the nominal values give the model back). A model
+code generator's symbols, SymPy's, or numbers: the nominal values give the model back).
+`with_parameters(model, specs)` is the model whose generated functions take them as an input
+(Model.parameters); `parameters_of(model)` its Parameters. A model
 with mimic joints has them on its tree, what the algorithms run on (armature_k and damping_k
 count the tree's coordinates).
 """
@@ -31,13 +33,16 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ModelError, did_you_mean
 from ..spatial import Inertia, Transform
+from . import physical
 
 # Pinocchio's order of the rotational inertia's six entries, and their names
 INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
 INERTIA_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
-SPECS = "inertia:LINK, inertia:all, gravity, armature, damping, origin:JOINT"
+SPECS = "inertia:LINK, inertia:all, payload:FRAME, gravity, armature, damping, origin:JOINT"
 
 
 def inertia_entries(inertia):
@@ -73,6 +78,7 @@ class Parameters:
         full = self.model.full
         inertia = {}
         origin = {}
+        payload = {}
         vectors = {"gravity": list(full.gravity), "armature": list(full.armature) or [0] * full.nv,
                    "damping": list(full.damping) or [0] * full.nv}
         for (group, index, component), value in zip(self.entries, values):
@@ -80,15 +86,66 @@ class Parameters:
                 inertia.setdefault(index, inertia_entries(full.inertia[index]))[component] = value
             elif group == "origin":
                 origin.setdefault(index, list(full.X_T[index].r))[component] = value
+            elif group == "payload":
+                payload.setdefault(index, [0] * 10)[component] = value
             else:
                 vectors[group][component] = value
         changed = {group: tuple(vectors[group]) for group in ("armature", "damping")
                    if any(g == group for g, _, _ in self.entries)}
+        inertias = [inertia_from_entries(inertia[i]) if i in inertia else I for i, I in enumerate(full.inertia)]
+        for index, entries in payload.items():
+            frame = full.frames[index]
+            inertias[frame.body] = inertias[frame.body] + frame.placement.inertia_to_parent(inertia_from_entries(entries))
         replaced = dataclasses.replace(
-            full, gravity=tuple(vectors["gravity"]), **changed,
-            inertia=tuple(inertia_from_entries(inertia[i]) if i in inertia else I for i, I in enumerate(full.inertia)),
+            full, gravity=tuple(vectors["gravity"]), **changed, parameters=(), inertia=tuple(inertias),
             X_T=tuple(Transform(X.E, origin[i]) if i in origin else X for i, X in enumerate(full.X_T)))
-        return dataclasses.replace(self.model, _full=replaced) if self.model.has_mimic else replaced
+        if self.model.has_mimic:
+            return dataclasses.replace(self.model, _full=replaced, parameters=())
+        return replaced
+
+    def bodies(self):
+        """[(label, the indices of its ten parameters)]: each link's and payload's."""
+        found = {}
+        for k, (group, index, component) in enumerate(self.entries):
+            if group in ("inertia", "payload"):
+                found.setdefault((group, index), [None] * 10)[component] = k
+        full = self.model.full
+        return [(f"link {full.body_names[index]!r}" if group == "inertia" else f"payload at frame {full.frames[index].name!r}",
+                 indices) for (group, index), indices in found.items()]
+
+    def problem(self, values):
+        """None when `values` ((np,) or a batch (B, np)) describe a physical robot, else one
+        line naming the parameter (rbdgen.model.physical)."""
+        nonnegative = [k for k, (group, _, _) in enumerate(self.entries) if group in ("armature", "damping")]
+        return physical.problem(values, self.bodies(), nonnegative, self.names)
+
+    def sample(self, rng, batch):
+        """(batch, np) random physical values near the nominal ones (verification's): each link
+        and payload gets a random small body added, gravity, origins, armature and damping
+        random offsets."""
+        values = np.tile(np.asarray(self.nominal, dtype=float), (batch, 1))
+        for _, indices in self.bodies():
+            values[:, indices] += _random_bodies(rng, batch)
+        for k, (group, _, _) in enumerate(self.entries):
+            spread = {"gravity": 0.5, "origin": 0.02}.get(group)
+            if spread:
+                values[:, k] += rng.normal(scale=spread, size=batch)
+            elif group in ("armature", "damping"):
+                values[:, k] += rng.uniform(0.0, 0.1, size=batch)
+        return values
+
+
+def _random_bodies(rng, batch):
+    """(batch, 10): rigid bodies of 0.1 to 1 kg, their centre within 0.1 m of the origin, a
+    principal inertia of a box of up to 0.2 m sides about it, turned at random."""
+    m = rng.uniform(0.1, 1.0, size=batch)
+    c = rng.uniform(-0.1, 0.1, size=(batch, 3))
+    sides = rng.uniform(0.02, 0.2, size=(batch, 3)) ** 2
+    principal = m[:, None] / 12 * (sides.sum(axis=1, keepdims=True) - sides)
+    R = np.linalg.qr(rng.normal(size=(batch, 3, 3)))[0]
+    Ic = np.einsum("bij,bj,bkj->bik", R, principal, R)
+    I = Ic + m[:, None, None] * (np.einsum("bi,bi->b", c, c)[:, None, None] * np.eye(3) - np.einsum("bi,bj->bij", c, c))
+    return np.column_stack([m, m[:, None] * c] + [I[:, r, col] for r, col in INERTIA_ENTRIES])
 
 
 def model_parameters(model, specs=()):
@@ -114,6 +171,10 @@ def model_parameters(model, specs=()):
             for i in bodies:
                 for k, what in enumerate(INERTIA_NAMES):
                     add(("inertia", i, k), f"{what}_{full.body_names[i]}")
+        elif group == "payload":
+            k = _frame(full, target, spec)
+            for j, what in enumerate(INERTIA_NAMES):
+                add(("payload", k, j), f"{what}_payload_{full.frames[k].name}")
         elif group == "origin":
             i = _joint(full, target, spec)
             for k, axis in enumerate("xyz"):
@@ -128,8 +189,26 @@ def model_parameters(model, specs=()):
     return Parameters(model, tuple(_identifiers(names)), tuple(nominal), tuple(entries))
 
 
+def parameters_of(model):
+    """The Parameters a model's generated functions take (Model.parameters; none: empty)."""
+    return model_parameters(model, model.parameters)
+
+
+def with_parameters(model, specs):
+    """The model whose generated functions take the parameters `specs` name (SPEC strings or
+    one string of them separated by commas) as their last input, `params`; ModelError (one
+    line, with close names) for an unknown one."""
+    if isinstance(specs, str):
+        specs = specs.split(",")
+    specs = tuple(dict.fromkeys(str(spec).strip() for spec in specs or () if str(spec).strip()))
+    model_parameters(model, specs)   # the errors, now
+    return dataclasses.replace(model, parameters=specs)
+
+
 def _nominal(full, entry):
     group, index, component = entry
+    if group == "payload":
+        return 0.0
     if group == "inertia":
         return float(inertia_entries(full.inertia[index])[component])
     if group == "origin":
@@ -149,6 +228,16 @@ def _link(full, name, spec):
     if frame is not None:
         raise ModelError(f"parameter {spec!r}: link {name!r} is fixed to the world and moves no inertia")
     raise ModelError(f"parameter {spec!r}: the model has no link {name!r}{_hint(name, full.body_names)}")
+
+
+def _frame(full, name, spec):
+    names = [f.name for f in full.frames]
+    if name not in names:
+        raise ModelError(f"parameter {spec!r}: the model has no frame {name!r}{_hint(name, names)}")
+    k = names.index(name)
+    if full.frames[k].body < 0:
+        raise ModelError(f"parameter {spec!r}: frame {name!r} is fixed to the world, so a payload there moves nothing")
+    return k
 
 
 def _joint(full, name, spec):

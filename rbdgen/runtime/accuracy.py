@@ -56,8 +56,8 @@ def extended_values(model, spec, inputs, states=None, body=None):
     rows = []
     with mpmath.workdps(DIGITS):
         for s in states:
-            args = [[mpmath.mpf(float(x)) for x in inputs[name][s]] for name in spec.inputs]
-            values = spec.run(model, ExtendedOps, body, *args) if spec.per_body else spec.run(model, ExtendedOps, *args)
+            args = [[mpmath.mpf(float(x)) for x in inputs[name][s]] for name in spec.arguments(model)]
+            values = spec.evaluate(model, ExtendedOps, body, *args)
             _, flat = _shape_and_entries(map_scalars(values, float))
             rows.append(flat)
     return np.array(rows, dtype=float).reshape((len(rows),) + tuple(spec.output(model)))
@@ -66,8 +66,8 @@ def extended_values(model, spec, inputs, states=None, body=None):
 def double_values(model, spec, inputs, body=None):
     """The function of the table run in double precision (the reference): (B, *shape)."""
     batch = next(iter(inputs.values())).shape[0]
-    args = [[np.ascontiguousarray(inputs[name][:, k]) for k in range(inputs[name].shape[1])] for name in spec.inputs]
-    values = spec.run(model, OPS, body, *args) if spec.per_body else spec.run(model, OPS, *args)
+    args = [[np.ascontiguousarray(inputs[name][:, k]) for k in range(inputs[name].shape[1])] for name in spec.arguments(model)]
+    values = spec.evaluate(model, OPS, body, *args)
     _, flat = _shape_and_entries(values)
     columns = [np.broadcast_to(np.asarray(x, dtype=float), (batch,)) for x in flat]
     return np.stack(columns, axis=-1).reshape((batch,) + tuple(spec.output(model)))

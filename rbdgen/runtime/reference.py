@@ -27,6 +27,7 @@ from ..table.frames import POINTS
 from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
 from ..model import conventions as _conventions
+from ..model import parameters as _parameters
 
 
 OPS = NumericOps()
@@ -82,12 +83,18 @@ def _values(model, spec, arrays, body=None):
     generated module's shapes: a float for a scalar, a tuple of arrays for a result with parts."""
     x = _Inputs()
     args = []
+    *arrays, params = arrays
+    if model.parameters:
+        arrays.append(_parameters.parameters_of(model).nominal if params is None else params)
+    elif params is not None:
+        raise ValueError("params: this model has no parameters; load it with rbdgen.model.parameters.with_parameters")
     for (name, size), value in zip(spec.input_sizes(model), arrays):
-        if _INPUTS[name].shared:   # one value for every state: a number (dt), a frame's placement
+        row = _INPUTS[name]
+        if row.shared or (row.broadcast and np.ndim(value) == 1):   # one value for every state
             args.append([_one_number(value, name)] if size == 1 else [float(e) for e in _shared_vector(value, size, name)])
         else:
             args.append(x.vector(value, size, name))
-    values = x.output(spec.run(model, OPS, *([] if body is None else [body]), *args))
+    values = x.output(spec.evaluate(model, OPS, body, *args))
     lead = () if x.batch is None else (x.batch,)
     values = values.reshape(lead + tuple(spec.output(model)))
     if spec.scalar:
@@ -107,8 +114,8 @@ def _from_table(spec):
     the same inputs, defaults, algorithm, shapes and documentation."""
     params = ", ".join(f"{n}={_INPUTS[n].default!r}" if _INPUTS[n].default is not None else n for n in spec.inputs)
     scope = {"_values": _values, "_spec": spec}
-    exec(f"def {spec.name}(model, {params}):\n    return _values(model, _spec, ({''.join(n + ', ' for n in spec.inputs)}))\n",
-         scope)
+    exec(f"def {spec.name}(model, {params}, params=None):\n"
+         f"    return _values(model, _spec, ({''.join(n + ', ' for n in spec.inputs)}params))\n", scope)
     function = scope[spec.name]
     function.__doc__, function.__module__ = spec.doc, __name__
     return function
@@ -133,15 +140,19 @@ _TABLE = {spec.name: _from_table(spec) for spec in _table.FUNCTIONS if not spec.
 globals().update(_TABLE)
 
 
-def rnea(model, q, v, a, f_ext=None):
+def rnea(model, q, v, a, f_ext=None, params=None):
     """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (seed 000 Algorithm 1); f_ext
     (nbodies, 6) or (B, nbodies, 6), rows [force; torque] on each body in its frame."""
-    return _TABLE["rnea"](model, q, v, a) if f_ext is None else _TABLE["rnea_fext"](model, q, v, a, _fext(model, f_ext))
+    if f_ext is None:
+        return _TABLE["rnea"](model, q, v, a, params=params)
+    return _TABLE["rnea_fext"](model, q, v, a, _fext(model, f_ext), params=params)
 
 
-def aba(model, q, v, tau, f_ext=None):
+def aba(model, q, v, tau, f_ext=None, params=None):
     """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3), f_ext as for rnea."""
-    return _TABLE["aba"](model, q, v, tau) if f_ext is None else _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext))
+    if f_ext is None:
+        return _TABLE["aba"](model, q, v, tau, params=params)
+    return _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext), params=params)
 
 
 def to_mujoco(model, q, v=None):
@@ -182,7 +193,7 @@ def _frame(model, frame):
         raise ValueError(str(exc)) from None
 
 
-def _frame_quantity(model, family, reference, frame, states, point=None):
+def _frame_quantity(model, family, reference, frame, states, point=None, params=None):
     """A frame quantity of the table on numbers, by frame name (or Frame), at `point` in the
     frame if given."""
     spec = _table.BY_NAME[f"{family}_{reference}" if reference else family]
@@ -190,18 +201,20 @@ def _frame_quantity(model, family, reference, frame, states, point=None):
     placement = _frames.placement_entries(f.placement)
     if point is not None:
         placement = _contact.point_placement(placement, point)
-    return _values(model, spec, tuple(states) + (placement,), f.body)
+    return _values(model, spec, tuple(states) + (placement, params), f.body)
 
 
 # The public functions of frames and points (rbdgen.algorithms.contact), as the module's, with
 # the model first.
+_KEYWORDS = (("params", None),)
 for _spec in _table.FUNCTIONS:
     if _spec.per_body and _spec.family not in globals():
         globals()[_spec.family] = _contact.frame_function(
             _spec.family, _spec.inputs[:-1], _spec.default_reference, _spec.family_doc, _frame_quantity,
-            _frames.REFERENCE_FRAMES, lead=("model",), module=__name__)
+            _frames.REFERENCE_FRAMES, lead=("model",), keywords=_KEYWORDS, module=__name__)
 for _name, _point in POINTS.items():
-    globals()[_name] = _contact.point_function(_name, _point.to_json(), _frame_quantity, lead=("model",), module=__name__)
+    globals()[_name] = _contact.point_function(_name, _point.to_json(), _frame_quantity, lead=("model",),
+                                               keywords=_KEYWORDS, module=__name__)
 del _spec, _name, _point
 
 
@@ -209,33 +222,36 @@ def _frame_name(frame):
     return frame if isinstance(frame, str) else frame.name
 
 
-def _contact_terms(model, q, v, contacts, gamma=True):
+def _contact_terms(model, q, v, contacts, gamma=True, params=None):
     """The parsed contacts, G and (with gamma) gamma, assembled from the point functions."""
     contacts = _contact.parse_contacts([(_frame_name(c[0]),) + tuple(c[1:]) for c in contacts])
-    G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(model, q, frame, point))
+    G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(model, q, frame, point, params=params))
     if not gamma:
         return contacts, G, None
-    return contacts, G, _contact.constraint_bias(contacts, lambda frame, point: point_gamma(model, q, v, frame, point))
+    return contacts, G, _contact.constraint_bias(
+        contacts, lambda frame, point: point_gamma(model, q, v, frame, point, params=params))
 
 
-def contact_dynamics(model, q, v, tau, contacts, damping=0.0):
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0, params=None):
     """Seed 000 eq. (7): (q-ddot, lambda) with M q-ddot = tau - nle + G^T lambda and
     G q-ddot + G-dot v = 0. contacts: [(frame, point, normal or None)], a normal (world
     axes) for a 1-D constraint, None for the 3-D point constraint."""
-    _, G, gamma = _contact_terms(model, q, v, contacts)
-    return _contact.contact_dynamics(minv(model, q), nle(model, q, v), np.asarray(tau, dtype=float), G, gamma, damping)
+    _, G, gamma = _contact_terms(model, q, v, contacts, params=params)
+    return _contact.contact_dynamics(minv(model, q, params=params), nle(model, q, v, params=params),
+                                     np.asarray(tau, dtype=float), G, gamma, damping)
 
 
-def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0):
+def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0, params=None):
     """Seed 000 eq. (10): (v+, impulses) with G v+ = -restitution G v-."""
-    _, G, _ = _contact_terms(model, q, v_minus, contacts, gamma=False)
-    return _contact.impulse_dynamics(minv(model, q), np.asarray(v_minus, dtype=float), G, restitution, damping)
+    _, G, _ = _contact_terms(model, q, v_minus, contacts, gamma=False, params=params)
+    return _contact.impulse_dynamics(minv(model, q, params=params), np.asarray(v_minus, dtype=float), G,
+                                     restitution, damping)
 
 
-def contact_inertia(model, q, contacts):
+def contact_inertia(model, q, contacts, params=None):
     """The contact-space inverse inertia G M^-1 G^T (seed 001 §6.3)."""
-    _, G, _ = _contact_terms(model, q, None, contacts, gamma=False)
-    return G @ minv(model, q) @ G.T
+    _, G, _ = _contact_terms(model, q, None, contacts, gamma=False, params=params)
+    return G @ minv(model, q, params=params) @ G.T
 
 
 # ------------------------------------------------------------ derivatives ----------------

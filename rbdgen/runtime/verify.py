@@ -60,7 +60,7 @@ def random_inputs(model, rng, batch):
 def reference_values(model, spec, inputs, body=None):
     """The function of the table run on numbers: (B, *shape) for the batch `inputs` (for a
     function of a frame, the frame on `body` whose placement is inputs["placement"])."""
-    return double_values(model, spec, {name: np.asarray(inputs[name]) for name in spec.inputs}, body)
+    return double_values(model, spec, {name: np.asarray(inputs[name]) for name in spec.arguments(model)}, body)
 
 
 def _frames_to_check(module, model, rng):
@@ -101,19 +101,25 @@ def generated_checks(module, model, inputs, rng):
                 placement = np.array(placement_entries(frame.placement), dtype=float)
                 batch = dict(inputs, placement=np.broadcast_to(placement, (len(inputs["q"]), 12)))
                 function = functools.partial(getattr(module, "_" + name), frame.body)
-                args = [placement if arg == "placement" else inputs[arg] for arg in spec.inputs]
+                args = [placement if arg == "placement" else inputs[arg] for arg in spec.arguments(model)]
                 yield from _calls(name, function, args, model, spec, batch, frame.body)
         else:
             function = getattr(module, ("_declared_" if spec.declared else "") + name)
-            args = [inputs[arg][0] if INPUTS[arg].shared else inputs[arg] for arg in spec.inputs]
+            if model.parameters:   # by keyword: rnea and aba take f_ext before it
+                function = functools.partial(_params_last, function)
+            args = [inputs[arg][0] if INPUTS[arg].shared else inputs[arg] for arg in spec.arguments(model)]
             yield from _calls(name, function, args, model, spec, inputs)
+
+
+def _params_last(function, *args):
+    return function(*args[:-1], params=args[-1])
 
 
 def _calls(name, function, args, model, spec, inputs, body=None):
     """The function called on the batch, then on its first states one at a time."""
     expected = reference_values(model, spec, inputs, body)
     parts = part_slices(model, spec)
-    states = {k: np.asarray(v) for k, v in inputs.items() if k in spec.inputs}
+    states = {k: np.asarray(v) for k, v in inputs.items() if k in spec.arguments(model)}
 
     def truth(indices, offset=0):
         return extended_values(model, spec, states, [offset + k for k in indices], body)
@@ -123,7 +129,7 @@ def _calls(name, function, args, model, spec, inputs, body=None):
             return 1.0
         return max(float(np.linalg.cond(reference.crba(model, states["q"][offset + k]))) for k in indices)
     yield Check(name, _flat(function(*args), expected.shape), expected, parts, truth, condition)
-    shared = [INPUTS[arg].shared for arg in spec.inputs]
+    shared = [INPUTS[arg].shared for arg in spec.arguments(model)]
     for k in range(min(SINGLE_CALLS, expected.shape[0])):
         single = function(*[x if s else x[k] for x, s in zip(args, shared)])
         yield Check(name, _flat(single, expected.shape[1:])[None], expected[k:k + 1], parts,

@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..model.parameters import parameters_of
+
 # Verification's damping of declared contacts: contacts that happen to be redundant still give
 # numbers to compare.
 VERIFY_DAMPING = 1e-2
@@ -18,6 +20,7 @@ class Input:
     size: Callable           # model -> how many numbers
     meaning: str
     shared: bool = False     # one value for a whole batch (a parameter of the call), not one per state
+    broadcast: bool = False  # one per state, or one for a whole batch (the public functions copy it)
     default: float = None    # the public function's default, where it has one
     sample: Callable = None  # (model, rng, batch, draw) -> (batch, size): what verification calls
                              # with; draw(k) is the k-th random (q, v, a) batch, drawn once for all inputs
@@ -47,4 +50,9 @@ INPUTS = {row.name: row for row in (
           sample=_constant(0.5)),
     Input("q1", lambda m: m.nq, "a second configuration", sample=lambda model, rng, batch, draw: draw(1)[0]),
     Input("dt", lambda m: 1, "a time step", shared=True, default=1.0, sample=_constant(0.37)),
+    # Taken by every function of a model with parameters (FunctionSpec.arguments), last. One set
+    # per state in C; the binding also takes one vector for a whole batch, and none (nominal).
+    Input("params", lambda m: len(parameters_of(m)), "the model parameters (param_names; default nominal_params)",
+          broadcast=True,
+          sample=lambda model, rng, batch, draw: parameters_of(model).sample(rng, batch)),
 )}

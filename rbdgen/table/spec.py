@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..model.parameters import parameters_of
 from .inputs import INPUTS
 
 
@@ -85,8 +86,21 @@ class FunctionSpec:
     def per_body(self):
         return self.kind == "frame"
 
+    def arguments(self, model):
+        """Its inputs on `model`: the table's, then `params` when the model has parameters."""
+        return self.inputs + ("params",) if model.parameters else self.inputs
+
     def input_sizes(self, model):
-        return [(name, INPUTS[name].size(model)) for name in self.inputs]
+        return [(name, INPUTS[name].size(model)) for name in self.arguments(model)]
+
+    def evaluate(self, model, ops, body, *args, run=None):
+        """`run` (default: its algorithm) on `model` with `ops` and its arguments (a function of
+        a frame on `body`); a model with parameters runs as the model with the last argument's
+        values (rbdgen.model.parameters)."""
+        run = run or self.run
+        if model.parameters:
+            model, args = parameters_of(model).model_with(args[-1]), args[:-1]
+        return run(model, ops, body, *args) if self.per_body else run(model, ops, *args)
 
 
 def copied(source, **parts):
