@@ -7,6 +7,7 @@ import os as _os
 import numpy as _np
 
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
+from . import _physical  # the same file as rbdgen/model/physical.py
 
 _empty = _np.empty
 _FLOAT = _np.dtype(_np.float64)
@@ -102,3 +103,51 @@ def forces(f_ext, q, njoints, nq):
         batch = " for the batch q" if len(expected) == 3 else ""
         raise ValueError(f"f_ext: expected {expected}{batch} (rows [force; torque] per joint), got {f.shape}")
     return _np.ascontiguousarray(f).reshape(f.shape[:-2] + (6 * n,))
+
+
+class Parameters:
+    """The module's model parameters (model.json's params): names, nominal values, and the
+    checks of the values a call gives."""
+
+    def __init__(self, meta):
+        self.names = tuple(meta["names"])
+        self.nominal = _np.array(meta["nominal"], dtype=_FLOAT)
+        self.nominal.flags.writeable = False
+        self.bodies, self.nonnegative = meta["bodies"], meta["nonnegative"]
+        self.checked = {}   # strict -> the bytes of the last values found physical: a loop with the same ones checks once
+
+    def take(self, args, solves):
+        """Put the nominal values in for params=None (the last of `args`); True when params were
+        given: then they have been checked (size, finite; for a solve with M, physical but for
+        the triangle inequality), and the caller checks a solve's result with `solved`."""
+        if args[-1] is None:
+            args[-1] = self.nominal
+            return False
+        values = _contact.real_array(args[-1], "params")
+        if values.shape[-1:] != self.nominal.shape or values.ndim > 2:
+            raise ValueError(f"params: expected ({len(self.names)},) or a batch (B, {len(self.names)}), got {values.shape}")
+        if solves or not _np.isfinite(values).all():   # M positive definite: spatial inertias positive semidefinite
+            self.check(values, strict=False)
+        args[-1] = values
+        return True
+
+    def check(self, values, strict):
+        """ValueError (rbdgen.model.physical's line) unless `values` are physical; strict: with
+        the triangle inequality."""
+        values = _contact.real_array(values, "params")
+        if self.checked.get(strict) == values.tobytes():
+            return
+        problem = _physical.problem(values, self.bodies, self.nonnegative, self.names, strict)
+        if problem:
+            raise ValueError(problem)
+        self.checked[strict] = values.tobytes()
+
+
+def solved(rows):
+    """ValueError for a solve with M that gave a non-finite number (M singular: a joint that
+    moves no mass with these parameters); rows: (B, size), one per state."""
+    finite = _np.isfinite(rows).all(axis=-1)
+    if not finite.all():
+        where = f" at state {int(_np.argmin(finite))} of the batch" if len(rows) > 1 else ""
+        raise ValueError(f"params: M is singular{where} (a joint moves no mass with these parameters); "
+                         "give the links it moves a mass")

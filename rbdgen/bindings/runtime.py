@@ -25,7 +25,6 @@ from . import _arguments  # the same file as rbdgen/bindings/arguments.py
 from . import _contact  # the same file as rbdgen/algorithms/contact.py
 from . import _pickling  # the same file as rbdgen/bindings/pickling.py
 from . import _conventions  # the same file as rbdgen/model/conventions.py
-from . import _physical  # the same file as rbdgen/model/physical.py
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 with open(_os.path.join(_HERE, "model.json"), encoding="utf-8") as _f:
@@ -50,9 +49,8 @@ _DECLARED = contacts   # (the functions of contacts take a `contacts` argument o
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
 # The model parameters every function takes last, as `params` (rbdgen build --parameters): one
 # vector, or one per state of a batch; None (the default) means nominal_params.
-param_names = tuple(_META["params"]["names"])
-nominal_params = _np.array(_META["params"]["nominal"], dtype=_np.float64)
-nominal_params.flags.writeable = False
+_PARAMETERS = _arguments.Parameters(_META["params"])
+param_names, nominal_params = _PARAMETERS.names, _PARAMETERS.nominal
 _PARAMS = {"params": None} if param_names else {}   # the keyword the public functions pass on
 _FLOAT = _arguments._FLOAT
 MAX_THREADS = _arguments.MAX_THREADS
@@ -102,7 +100,7 @@ class _Function:
         checked = False
         if self.broadcast[-1]:   # the model parameters: nominal for None, else checked
             args = list(args)
-            checked = _parameters(args, self.solves)
+            checked = _PARAMETERS.take(args, self.solves)
         # The common call (float64 vectors of the right size, no out=) goes straight to C: the
         # buffer requests themselves refuse non-contiguous arrays (ValueError), lists (TypeError).
         try:
@@ -129,7 +127,7 @@ class _Function:
             if count:
                 self.batch(count, threads, *lead, *[_buf(_D, x) for x in args], _buf(_D, target))
             if checked and self.solves:
-                _solved(target.reshape(count, -1))
+                _arguments.solved(target.reshape(count, -1))
             settled = _settled(out, target)
             return _parts(settled, self.parts) if self.parts else settled
         for k, (name, n) in enumerate(zip(self.names, self.sizes)):
@@ -138,7 +136,7 @@ class _Function:
         out, target = _output(out, self.shape, tuple(args))
         self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, target))
         if checked and self.solves:
-            _solved(target.reshape(1, -1))
+            _arguments.solved(target.reshape(1, -1))
         return self.result(_settled(out, target))
 
     def define(self, namespace):
@@ -156,54 +154,13 @@ class _Function:
         namespace[self.public] = function
 
 
-def _parameters(args, solves):
-    """Put nominal_params in for params=None (the last argument); True when params were given:
-    then they have been checked (size, finite; for a solve with M, physical: check_params), and
-    a solve's result is checked for a singular M after the call."""
-    if args[-1] is None:
-        args[-1] = nominal_params
-        return False
-    values = _contact.real_array(args[-1], "params")
-    if values.shape[-1:] != nominal_params.shape or values.ndim > 2:
-        raise ValueError(f"params: expected ({len(param_names)},) or a batch (B, {len(param_names)}), got {values.shape}")
-    if solves:   # M must be positive definite: spatial inertias positive semidefinite
-        _check_params(values, strict=False)
-    elif not _np.isfinite(values).all():
-        check_params(values)   # names the first value that is not finite
-    args[-1] = values
-    return True
-
-
 def check_params(params):
     """ValueError (one line naming the state of a batch, the link or payload and the parameter)
     unless `params` ((np,) or (B, np), in param_names' order) are finite and physical: masses
     >= 0, each body's rotational inertia about its centre of mass positive semidefinite and
     within the triangle inequality, armature and damping >= 0. The functions that solve with M
     (aba, minv, ...) check all but the triangle inequality of the params they are given."""
-    _check_params(params, strict=True)
-
-
-_CHECKED = {}   # strict -> the bytes of the last params found physical: a loop with the same ones checks once
-
-
-def _check_params(params, strict):
-    values = _contact.real_array(params, "params")
-    if _CHECKED.get(strict) == values.tobytes():
-        return
-    problem = _physical.problem(values, _META["params"]["bodies"], _META["params"]["nonnegative"], param_names, strict)
-    if problem:
-        raise ValueError(problem)
-    _CHECKED[strict] = values.tobytes()
-
-
-def _solved(rows):
-    """ValueError for a solve with M that gave a non-finite number (M singular: a joint that
-    moves no mass with these parameters); rows: (B, size), one per state."""
-    finite = _np.isfinite(rows).all(axis=-1)
-    if not finite.all():
-        where = f" at state {int(_np.argmin(finite))} of the batch" if len(rows) > 1 else ""
-        raise ValueError(f"params: M is singular{where} (a joint moves no mass with these parameters); "
-                         "give the links it moves a mass")
+    _PARAMETERS.check(params, strict=True)
 
 
 _TABLE = {fname: _Function(fname, row) for fname, row in _META["functions"].items()}

@@ -7,6 +7,7 @@ from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import Expr, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..table.frames import POINT_REFERENCE, POINTS
+from ..model.parameters import parameters_of
 from ..table.inputs import INPUTS
 from .recorder import SinCos
 
@@ -239,6 +240,7 @@ def render_header(module, functions, model, frames, contacts):
     """The public header: conventions, constants, the joints, frames and contacts, and every
     function's prototype with its inputs, output layout and cost (when `functions` are the
     generated ones rather than their signatures)."""
+    params = parameters_of(model)
     return template("module.h.j2").render(
         version=__version__, module=module, robot=c_comment_text(model.name), nq=model.nq, nv=model.nv,
         nbodies=model.nbodies, gravity=[repr(float(g)) for g in model.gravity],
@@ -247,7 +249,8 @@ def render_header(module, functions, model, frames, contacts):
         frames=[{"name": c_comment_text(f.name), "body": f.body} for f in frames],
         contacts=[{"spec": c_comment_text(c.describe()), "rows": c.rows} for c in contacts],
         contact_rows=sum(c.rows for c in contacts), functions=functions,
-        build_info=build_info_declaration(module))
+        params=[{"name": c_comment_text(n), "nominal": repr(float(x))} for n, x in zip(params.names, params.nominal)],
+        param_specs=c_comment_text(",".join(model.parameters)), build_info=build_info_declaration(module))
 
 
 def kernels_header_name(module):
