@@ -41,6 +41,7 @@ from common import cpu_name, log, robot_contacts, robot_parser, robot_spec, spli
 from rbdgen.codegen.compiler import c_compiler, compile_flags
 from rbdgen.table.functions import BY_NAME
 from rbdgen.table.inputs import INPUTS
+from rbdgen.model.parameters import parameters_of, with_parameters
 from rbdgen.model.states import random_state
 
 SHARED = tuple(name for name, row in INPUTS.items() if row.shared)   # one value for a whole batch
@@ -156,6 +157,8 @@ def write_inputs(model, meta, path, seed, side=None):
             arrays[name] = np.array(acc)
         elif name == "q1":                      # difference(q, q1): the next state's q
             arrays[name] = np.roll(np.array(qs), -1, axis=0)
+        elif name == "params":                  # model parameters: random physical ones near the robot's
+            arrays[name] = parameters_of(with_parameters(model, meta["params"]["specs"])).sample(rng, K)
         else:                                   # tau, fext: standard normal
             arrays[name] = rng.normal(size=(K, size))
         assert arrays[name].shape == (K, size), (name, arrays[name].shape, size)
@@ -411,7 +414,7 @@ def bench_robot(name, urdf, floating, args, pin_bench):
         f"{' with contacts ' + ' '.join(contacts) if contacts else ''} ...")
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
     module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating, algorithms=algorithms,
-                          contacts=list(contacts) or None,
+                          contacts=list(contacts) or None, parameters=args.parameters,
                           progress=lambda m: log(f"   {m}") if args.verbose else None)
     package = os.path.dirname(os.path.abspath(module.__file__))
     with open(os.path.join(package, "model.json"), encoding="utf-8") as f:
@@ -618,6 +621,9 @@ def main(argv=None):
     parser.add_argument("--algorithms", help="build only these functions, comma-separated (default: "
                                              "rbdgen's default set; a module built with another set is rebuilt)")
     parser.add_argument("--json", help="write every number to this JSON file")
+    parser.add_argument("--parameters", action="append", metavar="SPEC",
+                        help="build with these model parameters as run-time inputs (rbdgen build --parameters; "
+                             "repeat it): every function is timed with random physical params per state")
     parser.add_argument("--no-casadi", action="store_true",
                         help="leave out the adam + CasADi column (benchmarks/casadi_side.py)")
     parser.add_argument("--export", action="store_true",

@@ -33,8 +33,8 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     a dict, receives what was measured and kept.
 
     A model with parameters (Model.parameters) gives a program that takes their values as its
-    last input, `params`, and is the table's algorithm (a variant is chosen by its digits on
-    the model's numbers)."""
+    last input, `params`; its variants are measured at random physical values of them (the
+    input table's sampler)."""
     inputs = spec.input_sizes(model)
 
     def program_of(variant):
@@ -49,7 +49,7 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
         return program
 
     own = Variant(spec.run)
-    variants = () if model.parameters else tuple(v for v in spec.variants if v.applies(model))
+    variants = tuple(v for v in spec.variants if v.applies(model))
     if not variants:
         return program_of(own)
     from ..runtime.accuracy import Yardstick
