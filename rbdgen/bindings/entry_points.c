@@ -31,19 +31,24 @@ static PyObject *frame_rows;    /* frame name -> row of frame_body and frame_pla
 
 /* The keywords the entry points take: out= (into *given; None leaves it NULL) and, when
    `threads` is not NULL, threads= (into *threads: an int from 0 to 256, which the Python
-   function accepts on any machine; 0 when not given). 1 when kwnames holds only those, 0 for
-   any other keyword or value (the call goes to the Python function, which also raises the
-   errors). */
-static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads)
+   function accepts on any machine; 0 when not given), and when `params` is not NULL, params=
+   (into *params; None leaves it NULL). 1 when kwnames holds only those, 0 for any other keyword
+   or value (the call goes to the Python function, which also raises the errors). */
+static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads,
+                    PyObject **params)
 {
     if (threads != NULL)
         *threads = 0;
+    if (params != NULL)
+        *params = NULL;
     for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); ++k) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
         if (!PyUnicode_Check(name))
             return 0;
         if (PyUnicode_CompareWithASCIIString(name, "out") == 0) {
             *given = value == Py_None ? NULL : value;   /* out=None: the default, said */
+        } else if (params != NULL && PyUnicode_CompareWithASCIIString(name, "params") == 0) {
+            *params = value == Py_None ? NULL : value;
         } else if (threads != NULL && PyUnicode_CompareWithASCIIString(name, "threads") == 0
                    && PyLong_CheckExact(value)) {
             const long t = PyLong_AsLong(value);   /* -1 and an OverflowError for a huge int */
@@ -61,7 +66,7 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
 
 static int only_out(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given)
 {
-    return keywords(kwnames, args, nargs, given, NULL);
+    return keywords(kwnames, args, nargs, given, NULL, NULL);
 }
 
 /* The data of `obj` when it is a batch as the common call passes it: a NumPy float64 array of
@@ -145,10 +150,10 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     const rbdgen_function_t *c = f->c;
     double numbers[RBDGEN_MAX_INPUTS], *out;
     const double *in[RBDGEN_MAX_INPUTS];
-    PyObject *given = NULL, *flat, *batch;
+    PyObject *given = NULL, *params = NULL, *flat, *batch;
     int threads;
-    const int n = c->n_in - f->nominal;   /* the inputs given */
-    if (nargs != n || !keywords(kwnames, args, nargs, &given, &threads))
+    const int n = c->n_in - f->nominal;   /* the inputs given as arguments */
+    if (nargs != n || !keywords(kwnames, args, nargs, &given, &threads, f->nominal ? &params : NULL))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     for (int i = 0; i < n; ++i)   /* a batch: its first state input has two dimensions */
         if (!c->shared_in[i]) {
@@ -171,8 +176,15 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
         }
     }
-    if (f->nominal)
+    if (f->nominal && params == NULL) {
         in[n] = nominal_params;
+    } else if (f->nominal) {   /* finite values here; a solve's physical check is the Python function's */
+        if (f->solves || (in[n] = vector_of(params, c->size_in[n])) == NULL)
+            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+        for (long k = 0; k < c->size_in[n]; ++k)
+            if (!isfinite(in[n][k]))
+                return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    }
     if (f->scalar) {
         double value;
         out = &value;
@@ -254,7 +266,7 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
     int threads;
     PyObject *given = NULL, *flat, *batch;
     if (nargs < f->nstates + 1 || nargs > f->nstates + 1 + f->takes_reference
-            || !keywords(kwnames, args, nargs, &given, &threads) || (j = frame_row(args[f->nstates])) < 0)
+            || !keywords(kwnames, args, nargs, &given, &threads, NULL) || (j = frame_row(args[f->nstates])) < 0)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if (nargs == f->nstates + 2) {
         reference = -1;

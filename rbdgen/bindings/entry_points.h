@@ -21,10 +21,10 @@ typedef struct {
     Py_ssize_t start[RBDGEN_MAX_PARTS], ndim[RBDGEN_MAX_PARTS], shape[RBDGEN_MAX_PARTS][3];
     int pivots;                      /* declared contacts: the last part holds the pivots of
                                         G M^-1 G^T, checked and not returned; else 0 */
-    int nominal;                     /* 1: its last input is the model parameters, which the
-                                        common call omits (calls.c's nominal_params); a call
-                                        that gives them goes to the Python function, which
-                                        checks them */
+    int nominal;                     /* 1: its last input is the model parameters, params=
+                                        (calls.c's nominal_params when not given) */
+    int solves;                      /* 1: it solves with M, so params= given go to the Python
+                                        function, which checks them */
 } function_t;
 
 /* A frame quantity (frame_placement, frame_jacobian, frame_velocity, ...): its state inputs
