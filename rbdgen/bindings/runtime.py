@@ -103,13 +103,18 @@ class _Function:
             checked = _PARAMETERS.take(args, self.solves)
         # The common call (float64 vectors of the right size, no out=) goes straight to C: the
         # buffer requests themselves refuse non-contiguous arrays (ValueError), lists (TypeError).
+        fast = False
         try:
             if out is None and all(x.shape == (n,) and x.dtype is _FLOAT for x, n in zip(args, self.sizes)):
                 out = _empty(self.shape)
                 self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, out))
-                return self.result(out)
+                fast = True
         except (AttributeError, TypeError, ValueError):
             out = None
+        if fast:
+            if checked and self.solves:
+                _arguments.solved(out.reshape(1, -1))
+            return self.result(out)
         # Every other call: batches, conversions, out=, and the errors for wrong arguments.
         args = list(args)
         for k, (name, n) in enumerate(zip(self.names, self.sizes)):
