@@ -43,9 +43,9 @@ REL_TOL_ORDER = 1e-12        # Pinocchio's own conversions (the layout check)
 # Pinocchio's dynamic parameters: m, m c, rotational inertia about the frame origin xx xy yy xz yz zz
 WHAT = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
-UR5_SPECS = ["inertia:all", "gravity", "armature", "origin:elbow_joint", "origin:wrist_3_joint"]
+UR5_SPECS = ["inertia:all", "gravity", "armature", "damping", "origin:elbow_joint", "origin:wrist_3_joint"]
 UR5_ORIGINS = ("elbow_joint", "wrist_3_joint")
-UR5_ALGORITHMS = ["rnea", "nle", "crba", "aba", "minv", "regressor", "frame_placement",
+UR5_ALGORITHMS = ["rnea", "nle", "crba", "aba", "minv", "regressor", "passive_torque", "frame_placement",
                   "frame_jacobian_local_world_aligned", "frame_jacobian_local"]
 UR5_FRAME = "tool0"
 PANDA_SPECS = ["payload:panda_hand"]
@@ -113,7 +113,7 @@ def random_params(module, rng, inertia=True, others=True, origins=False):
             p[k:k + 10] += random_body(rng)
         elif name.startswith("g_") and others:
             p[k] = rng.normal(scale=5.0)
-        elif name.startswith("armature_") and others:
+        elif name.startswith(("armature_", "damping_")) and others:
             p[k] = rng.uniform(0.0, 0.5)
         elif name.startswith("origin_") and origins:
             p[k] += rng.normal(scale=0.05)
@@ -150,6 +150,8 @@ def pinocchio_with(key, names, values):
         elif what == "g":
             pm.gravity = pin.Motion(np.array([value["g_x"], value["g_y"], value["g_z"]]), np.zeros(3))
             done.update(("g_x", "g_y", "g_z"))
+        elif what == "damping":   # Pinocchio's algorithms have no damping: see damping_of
+            done.update(f"damping_{k + 1}" for k in range(pm.nv))
         elif what == "armature":
             pm.armature = np.array([value[f"armature_{k + 1}"] for k in range(pm.nv)])
             done.update(f"armature_{k + 1}" for k in range(pm.nv))
@@ -211,12 +213,12 @@ def test_names_and_nominal_values_are_pinocchios(ur5):
     """param_names in the documented order, and nominal_params = Pinocchio's model of the URDF."""
     model = robot_model("ur5")
     names = [f"{w}_{link}" for link in model.body_names for w in WHAT] + ["g_x", "g_y", "g_z"] + \
-        [f"armature_{k + 1}" for k in range(model.nv)] + \
+        [f"armature_{k + 1}" for k in range(model.nv)] + [f"damping_{k + 1}" for k in range(model.nv)] + \
         [f"origin_{a}_{j}" for j in UR5_ORIGINS for a in "xyz"]
     assert list(ur5.param_names) == names
     pm = pinocchio_model("ur5")
     expected = [x for link in model.body_names for x in pm.inertias[link_joint(pm, link)].toDynamicParameters()]
-    expected += list(pm.gravity.linear) + [0.0] * model.nv
+    expected += list(pm.gravity.linear) + [0.0] * model.nv + [0.0] * model.nv   # UR5's URDF: no armature, no damping
     expected += [x for j in UR5_ORIGINS for x in pm.jointPlacements[pm.getJointId(j)].translation]
     assert ur5.nominal_params.shape == (len(names),)
     assert_close("nominal_params", ur5.nominal_params, expected, REL_TOL_ORDER)
@@ -230,7 +232,7 @@ def test_model_parameters_api():
     from rbdgen.model.parameters import model_parameters
     model = robot_model("ur5")
     params = model_parameters(model, UR5_SPECS)
-    assert len(params) == len(params.names) == 10 * model.nbodies + 3 + model.nv + 3 * len(UR5_ORIGINS)
+    assert len(params) == len(params.names) == 10 * model.nbodies + 3 + 2 * model.nv + 3 * len(UR5_ORIGINS)
     same = params.model_with(params.nominal)
     s = State("ur5", 3)
     assert_close("model_with(nominal) rnea", ref.rnea(same, s.q, s.v, s.a), ref.rnea(model, s.q, s.v, s.a),
@@ -253,6 +255,30 @@ def test_ur5_dynamics_at_random_parameters(ur5, seed):
     assert_close(f"{tag} aba", ur5.aba(s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau), REL_TOL_PARAMS)
     Minv = np.array(pin.computeMinverse(pm, pd, s.qp))
     assert_close(f"{tag} minv", ur5.minv(s.q, params=p), np.triu(Minv) + np.triu(Minv, 1).T, REL_TOL_PARAMS)
+
+
+def damping_of(module, p):
+    names = list(module.param_names)
+    return np.array([p[names.index(f"damping_{k + 1}")] for k in range(module.nv)])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ur5_damping(ur5, seed):
+    """damping: passive_torque(v) = -D v, and aba(passive=True) = Pinocchio's aba at tau - D v."""
+    s = State("ur5", 5 + seed)
+    p = random_params(ur5, s.rng)
+    D = damping_of(ur5, p)
+    assert (D > 0).all()
+    assert_close("passive_torque", ur5.passive_torque(s.v, params=p), -D * s.v, REL_TOL_PARAMS)
+    pm = pinocchio_with("ur5", ur5.param_names, p)
+    pd = pm.createData()
+    assert_close("aba passive", ur5.aba(s.q, s.v, s.tau, passive=True, params=p),
+                 pin.aba(pm, pd, s.qp, s.v, s.tau - D * s.v), REL_TOL_PARAMS)
+    # a batch with per-state params
+    q, v, tau = (np.stack([x] * 2) for x in (s.q, s.v, s.tau))
+    P = np.stack([p, ur5.nominal_params])
+    assert_close("aba passive (batch)", ur5.aba(q, v, tau, passive=True, params=P)[0],
+                 pin.aba(pm, pd, s.qp, s.v, s.tau - D * s.v), REL_TOL_PARAMS)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -325,6 +351,76 @@ def test_ur5_regressor_identity(ur5, seed):
     pm = pinocchio_with("ur5", names, p)
     pd = pm.createData()
     assert_close("regressor", Y, pin.computeJointTorqueRegressor(pm, pd, s.qp, s.v, s.a), REL_TOL_PARAMS)
+
+
+def test_mimic_reference_against_pinocchio():
+    """A model with mimic joints (Panda's fingers, mimic=True): the reference with inertia:all,
+    gravity and a payload against Pinocchio's mimic model (rnea, crba; its aba has no mimic)."""
+    from rbdgen.model.parameters import model_parameters
+    from rbdgen.runtime.pinocchio_bridge import pinocchio_model as pinocchio_model_of
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = rbdgen.load_urdf(robot_path("panda"), mimic=True)
+    specs = ["inertia:all", "gravity", "payload:panda_hand"]
+    params = model_parameters(model, specs)
+    rng = np.random.default_rng(100)
+    p = np.array(params.nominal)
+    for k, name in enumerate(params.names):
+        if name.startswith("m_"):
+            p[k:k + 10] += random_body(rng)
+        elif name.startswith("g_"):
+            p[k] = rng.normal(scale=5.0)
+    pm = pinocchio_model_of(robot_path("panda"), False, mimic=True)
+    value = dict(zip(params.names, p))
+    for link in model.full.body_names:
+        pm.inertias[link_joint(pm, link)] = pin.Inertia.FromDynamicParameters(np.array([value[f"{w}_{link}"] for w in WHAT]))
+    pm.gravity = pin.Motion(np.array([value["g_x"], value["g_y"], value["g_z"]]), np.zeros(3))
+    frame = pm.frames[pm.getFrameId("panda_hand")]
+    pm.inertias[frame.parentJoint] = pm.inertias[frame.parentJoint] + frame.placement.act(
+        pin.Inertia.FromDynamicParameters(np.array([value[f"{w}_payload_panda_hand"] for w in WHAT])))
+    pd = pm.createData()
+    with_p = with_parameters(model, specs)
+    q = random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    qp = to_pinocchio_q(model, q)
+    assert qp.shape == (pm.nq,)
+    assert_close("mimic rnea", ref.rnea(with_p, q, v, a, params=p), pin.rnea(pm, pd, qp, v, a), REL_TOL_PARAMS)
+    assert_close("mimic crba", ref.crba(with_p, q, params=p), crba_full(pm, pd, qp), REL_TOL_PARAMS)
+
+
+def test_model_armature_is_nominal():
+    """A model loaded with armature: nominal armature_k are its values, and params replace them."""
+    from rbdgen.model.parameters import model_parameters
+    model = rbdgen.load_urdf(robot_path("ur5"), armature={"elbow_joint": 0.3, "wrist_1_joint": 0.2})
+    params = model_parameters(model, ["armature"])
+    assert list(params.nominal) == [0.0, 0.0, 0.3, 0.2, 0.0, 0.0]
+    with_p = with_parameters(model, ["armature"])
+    s = State("ur5", 101)
+    pm = pinocchio_model("ur5")
+    pd = pm.createData()
+    pm.armature = np.array([0.0, 0.0, 0.3, 0.2, 0.0, 0.0])
+    assert_close("armature nominal crba", ref.crba(with_p, s.q), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
+    other = np.array([0.1, 0.0, 0.0, 0.5, 0.0, 0.05])
+    pm.armature = other
+    assert_close("armature crba", ref.crba(with_p, s.q, params=other), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
+
+
+def test_spec_errors_name_the_link():
+    from rbdgen.model.parameters import model_parameters
+    model = robot_model("panda")
+    for spec, words in [("inertia:panda_hand", ("panda_link7",)), ("payload:panda_link0", ("world",)),
+                        ("inertia:panda_lnk7", ("panda_link7",)), ("origin:no_joint", ("no_joint",)),
+                        ("gravity:x", ("gravity:x",)), ("mass", ("mass",))]:
+        with pytest.raises(rbdgen.errors.ModelError) as info:
+            model_parameters(model, [spec])
+        assert "\n" not in str(info.value)
+        for word in words:
+            assert word in str(info.value), str(info.value)
+    # the inertia of a link carrying fixed links is the merged one, as Pinocchio's
+    params = model_parameters(model, ["inertia:panda_link7"])
+    pm = pinocchio_model("panda")
+    assert_close("merged panda_link7", params.nominal, pm.inertias[link_joint(pm, "panda_link7")].toDynamicParameters(),
+                 REL_TOL_ORDER)
 
 
 # ================================================================= Panda payload ============
@@ -490,6 +586,7 @@ def test_non_physical_values(ur5):
     one_line_error(lambda: ur5.minv(s.q, params=negative_mass), "m_wrist_1_link")
     one_line_error(lambda: ur5.check_params(changed(armature_3=-0.1)), "armature_3")
     one_line_error(lambda: ur5.aba(s.q, s.v, s.tau, params=changed(armature_3=-0.1)), "armature_3")
+    one_line_error(lambda: ur5.check_params(changed(damping_2=-0.1)), "damping_2")
     # an inertia about the COM that is not PSD (Ixx very negative)
     not_psd = changed(Ixx_upper_arm_link=-1.0)
     one_line_error(lambda: ur5.check_params(not_psd), "upper_arm_link")
