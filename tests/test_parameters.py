@@ -128,7 +128,8 @@ def pinocchio_with(key, names, values):
     pm = pinocchio_model(key)
     value = dict(zip(names, (float(x) for x in values)))
     done = set()
-    for name in names:
+    payload_last = sorted(names, key=lambda name: "_payload_" in name)
+    for name in payload_last:
         what, _, target = name.partition("_")
         if name in done:
             continue
@@ -405,6 +406,69 @@ def test_model_armature_is_nominal():
     assert_close("armature crba", ref.crba(with_p, s.q, params=other), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
 
 
+@pytest.mark.parametrize("key, specs", [
+    ("panda", ["payload:panda_hand", "inertia:panda_link7", "origin:panda_finger_joint1", "origin:panda_joint1",
+               "armature", "gravity"]),
+    ("solo12", ["origin:FL_HAA", "origin:HR_KFE", "inertia:base_link", "gravity"]),
+])
+def test_reference_groups_together(key, specs):
+    """Several groups at once through rbdgen.reference (a link's own inertia and a payload on a
+    frame fixed to it; an origin whose parent link carries fixed links (the finger's, on
+    panda_hand); a joint on the root): rnea, crba, aba against Pinocchio."""
+    model = robot_model(key)
+    with_p = with_parameters(model, specs)
+    from rbdgen.model.parameters import model_parameters
+    params = model_parameters(model, specs)
+    pm0 = pinocchio_model(key)
+    for name, nominal in zip(params.names, params.nominal):   # nominal origins are Pinocchio's joint placements
+        if name.startswith("origin_"):
+            joint = name[len("origin_x_"):]
+            axis = "xyz".index(name[len("origin_")])
+            assert_close(f"nominal {name}", nominal, pm0.jointPlacements[pm0.getJointId(joint)].translation[axis],
+                         REL_TOL_ORDER)
+
+    class Names:   # random_params reads a module's names and nominal values
+        param_names, nominal_params = params.names, np.array(params.nominal)
+    for seed in (0, 1):
+        s = State(key, 110 + seed)
+        p = random_params(Names, s.rng, origins=True)
+        pm = pinocchio_with(key, params.names, p)
+        pd = pm.createData()
+        tag = f"{key} seed {seed}"
+        assert_close(f"{tag} rnea", ref.rnea(with_p, s.q, s.v, s.a, params=p), pin.rnea(pm, pd, s.qp, s.v, s.a),
+                     REL_TOL_PARAMS)
+        assert_close(f"{tag} crba", ref.crba(with_p, s.q, params=p), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
+        assert_close(f"{tag} aba", ref.aba(with_p, s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau),
+                     REL_TOL_PARAMS)
+
+
+def test_sample_is_physical():
+    """Parameters.sample (what verification draws) gives values check_params accepts."""
+    from rbdgen.model.parameters import model_parameters
+    for key, specs in [("ur5", UR5_SPECS), ("panda", PANDA_SPECS + ["inertia:all", "armature", "damping"]),
+                       ("solo12", SOLO_SPECS + ["gravity"])]:
+        params = model_parameters(robot_model(key), specs)
+        values = params.sample(np.random.default_rng(7), 50)
+        assert values.shape == (50, len(params))
+        assert params.problem(values) is None, params.problem(values)
+        assert params.problem(np.array(params.nominal)) is None
+
+
+def test_reference_batch_params_equal_the_module(ur5):
+    """rbdgen.reference with params (B, np) and (np,) equals the module's batch."""
+    model = with_parameters(robot_model("ur5"), UR5_SPECS)
+    s = State("ur5", 120, batch=B)
+    P = np.stack([random_params(ur5, s.rng, origins=True) for _ in range(B)])
+    assert_close("reference rnea (B, np)", ref.rnea(model, s.q, s.v, s.a, params=P), ur5.rnea(s.q, s.v, s.a, params=P),
+                 REL_TOL_PARAMS)
+    assert_close("reference aba (np,)", ref.aba(model, s.q, s.v, s.tau, params=P[0]),
+                 ur5.aba(s.q, s.v, s.tau, params=P[0]), REL_TOL_PARAMS)
+    assert_close("reference frame_jacobian (B, np)", ref.frame_jacobian(model, s.q, UR5_FRAME, "local", params=P),
+                 ur5.frame_jacobian(s.q, UR5_FRAME, "local", params=P), REL_TOL_PARAMS)
+    with pytest.raises(ValueError, match="params"):
+        ref.rnea(robot_model("ur5"), s.q[0], s.v[0], s.a[0], params=P[0])   # a model without parameters
+
+
 def test_spec_errors_name_the_link():
     from rbdgen.model.parameters import model_parameters
     model = robot_model("panda")
@@ -459,6 +523,9 @@ def test_panda_payload_contact_dynamics(panda, seed):
     # the same contact chosen at call time (lambda in world axes: compare q-ddot)
     qdd_now, _ = panda.contact_dynamics(s.q, s.v, s.tau, contacts=[("panda_hand", (0.0, 0.0, 0.0), None)], params=p)
     assert_close("call-time contact q-ddot", qdd_now, qdd_pin, REL_TOL_PARAMS)
+    with_p = with_parameters(robot_model("panda"), PANDA_SPECS)
+    qdd_ref, _ = ref.contact_dynamics(with_p, s.q, s.v, s.tau, [("panda_hand", (0.0, 0.0, 0.0), None)], params=p)
+    assert_close("reference contact q-ddot", qdd_ref, qdd_pin, REL_TOL_PARAMS)
 
 
 def test_panda_contact_dynamics_refuses_non_physical(panda):
@@ -550,6 +617,26 @@ def test_check_params_accepts_nominal(ur5, panda, solo):
     for module in (ur5, panda, solo):
         module.check_params(module.nominal_params)
         module.check_params(np.tile(module.nominal_params, (3, 1)))
+
+
+def test_params_shapes_and_types(ur5):
+    """A batch of params needs a batch of states of the same size; lists and integers are
+    converted, complex refused."""
+    s = State("ur5", 89)
+    P = np.tile(ur5.nominal_params, (3, 1))
+    one_line_error(lambda: ur5.rnea(s.q, s.v, s.a, params=P), "params")    # one state, three params
+    one_line_error(lambda: ur5.aba(s.q, s.v, s.tau, params=P), "params")
+    one_line_error(lambda: ur5.frame_placement(s.q, UR5_FRAME, params=P), "params")
+    Q, V, A = (np.tile(x, (2, 1)) for x in (s.q, s.v, s.a))
+    one_line_error(lambda: ur5.rnea(Q, V, A, params=P), "params")           # two states, three params
+    expected = ur5.rnea(s.q, s.v, s.a, params=ur5.nominal_params)
+    assert_close("params as a list", ur5.rnea(s.q, s.v, s.a, params=list(ur5.nominal_params)), expected,
+                 REL_TOL_SAME_CODE)
+    with pytest.raises(TypeError, match="params"):
+        ur5.rnea(s.q, s.v, s.a, params=np.array(ur5.nominal_params, dtype=complex))
+    out = np.empty(6)
+    assert ur5.rnea(s.q, s.v, s.a, params=ur5.nominal_params, out=out) is out
+    assert_close("out=", out, expected, REL_TOL_SAME_CODE)
 
 
 def test_wrong_size_and_non_finite(ur5):
