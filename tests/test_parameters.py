@@ -409,7 +409,7 @@ def test_model_armature_is_nominal():
 @pytest.mark.parametrize("key, specs", [
     ("panda", ["payload:panda_hand", "inertia:panda_link7", "origin:panda_finger_joint1", "origin:panda_joint1",
                "armature", "gravity"]),
-    ("solo12", ["origin:FL_HAA", "origin:HR_KFE", "inertia:base_link", "gravity"]),
+    ("solo12", ["origin:FL_HAA", "origin:HR_KFE", "inertia:base_link", "gravity", "armature"]),
 ])
 def test_reference_groups_together(key, specs):
     """Several groups at once through rbdgen.reference (a link's own inertia and a payload on a
@@ -440,6 +440,15 @@ def test_reference_groups_together(key, specs):
         assert_close(f"{tag} crba", ref.crba(with_p, s.q, params=p), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
         assert_close(f"{tag} aba", ref.aba(with_p, s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau),
                      REL_TOL_PARAMS)
+
+
+@pytest.mark.parametrize("key", sorted(ROBOTS))
+def test_nominal_values_of_every_robot_are_physical(key):
+    """The URDFs' own inertias (merged as the algorithms see them), armature and damping pass
+    the check (the tolerance lets values written to a few digits through)."""
+    from rbdgen.model.parameters import model_parameters
+    params = model_parameters(robot_model(key), ["inertia:all", "armature", "damping", "gravity"])
+    assert params.problem(np.array(params.nominal)) is None, params.problem(np.array(params.nominal))
 
 
 def test_sample_is_physical():
@@ -526,6 +535,22 @@ def test_panda_payload_contact_dynamics(panda, seed):
     with_p = with_parameters(robot_model("panda"), PANDA_SPECS)
     qdd_ref, _ = ref.contact_dynamics(with_p, s.q, s.v, s.tau, [("panda_hand", (0.0, 0.0, 0.0), None)], params=p)
     assert_close("reference contact q-ddot", qdd_ref, qdd_pin, REL_TOL_PARAMS)
+    # an impact at the same contact (call-time contacts: M^-1 and the point Jacobian at params)
+    v_plus, _ = panda.impulse_dynamics(s.q, s.v, contacts=[("panda_hand", (0.0, 0.0, 0.0), None)], restitution=0.5,
+                                       params=p)
+    assert_close("impulse v+", v_plus, pin.impulseDynamics(pm, pd, s.qp, s.v, models, datas, 0.5, exact),
+                 REL_TOL_PARAMS)
+
+
+def test_panda_contact_dynamics_batch_params(panda):
+    """The declared contact's dynamics with params per state (B, np) = the single calls."""
+    s = State("panda", 63, batch=B)
+    P = np.stack([random_params(panda, s.rng) for _ in range(B)])
+    qdd, lam = panda.contact_dynamics(s.q, s.v, s.tau, params=P, threads=2)
+    for k in range(B):
+        qdd_k, lam_k = panda.contact_dynamics(s.q[k], s.v[k], s.tau[k], params=P[k])
+        assert_close(f"contact q-ddot state {k}", qdd[k], qdd_k, REL_TOL_SAME_CODE)
+        assert_close(f"contact lambda state {k}", lam[k], lam_k, REL_TOL_SAME_CODE)
 
 
 def test_panda_contact_dynamics_refuses_non_physical(panda):
@@ -572,6 +597,16 @@ def test_batch_params_per_state(ur5):
         single = ur5_calls(ur5, s.q[k], s.v[k], s.a[k], s.tau[k], P[k])
         for what, value in single.items():
             assert_close(f"{what} state {k} of the batch", batched[what][k], value, REL_TOL_SAME_CODE)
+
+
+def test_batch_params_per_state_threads(ur5):
+    """The same with OpenMP threads: each state still gets its own params."""
+    s = State("ur5", 83, batch=2 * B)
+    P = np.stack([random_params(ur5, s.rng, origins=True) for _ in range(2 * B)])
+    one_thread = ur5.aba(s.q, s.v, s.tau, params=P, threads=1)
+    assert_close("aba threads=2", ur5.aba(s.q, s.v, s.tau, params=P, threads=2), one_thread, REL_TOL_SAME_CODE)
+    for k in (0, 2 * B - 1):
+        assert_close(f"aba state {k}", one_thread[k], ur5.aba(s.q[k], s.v[k], s.tau[k], params=P[k]), REL_TOL_SAME_CODE)
 
 
 def test_batch_params_shared(ur5):
