@@ -790,12 +790,19 @@ def test_unknown_spec_fails_before_building(folder):
 
 # ================================================================= CLI ======================
 
-def test_cli_info_parameters():
+def run_cli(*args):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(rbdgen.__file__))),
                                          env.get("PYTHONPATH", "")])
     # (rbdgen has no __main__.py: the command is `rbdgen`, i.e. rbdgen.cli)
-    done = subprocess.run([sys.executable, "-m", "rbdgen.cli", "info", robot_path("ur5"), "--parameters", "gravity"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([sys.executable, "-m", "rbdgen.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def test_cli_info_parameters():
+    done = run_cli("info", robot_path("ur5"), "--parameters", "gravity")
     assert done.returncode == 0, done.stderr
-    assert "g_x" in done.stdout and "g_y" in done.stdout and "g_z" in done.stdout, done.stdout
+    assert "g_x=0, g_y=0, g_z=-9.81" in done.stdout, done.stdout
+    bad = run_cli("info", robot_path("ur5"), "--parameters", "inertia:tool0")
+    assert bad.returncode != 0
+    assert bad.stderr.strip().count("\n") == 0 and "wrist_3_link" in bad.stderr, bad.stderr
