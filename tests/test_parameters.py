@@ -374,7 +374,8 @@ def test_mimic_reference_against_pinocchio():
     pm = pinocchio_model_of(robot_path("panda"), False, mimic=True)
     value = dict(zip(params.names, p))
     for link in model.full.body_names:
-        pm.inertias[link_joint(pm, link)] = pin.Inertia.FromDynamicParameters(np.array([value[f"{w}_{link}"] for w in WHAT]))
+        ten = np.array([value[f"{w}_{link}"] for w in WHAT])
+        pm.inertias[link_joint(pm, link)] = pin.Inertia.FromDynamicParameters(ten)
     pm.gravity = pin.Motion(np.array([value["g_x"], value["g_y"], value["g_z"]]), np.zeros(3))
     frame = pm.frames[pm.getFrameId("panda_hand")]
     pm.inertias[frame.parentJoint] = pm.inertias[frame.parentJoint] + frame.placement.act(
