@@ -140,7 +140,10 @@ def cmd_export(args):
 
 
 def cmd_info(args):
+    from .codegen.build import apply_parameters
+    from .model.parameters import parameters_of
     model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
+    params = parameters_of(apply_parameters(model, _parameters(args))) if _parameters(args) else None
     print(f"robot {_printable(model.name)}: nq={model.nq} nv={model.nv} bodies={model.nbodies} "
           f"total mass={model.total_mass:.6g} kg")
     depth, rows = {}, []
@@ -157,10 +160,7 @@ def cmd_info(args):
     fixed = [_printable(f.name) for f in model.frames if f.name not in model.body_names]
     if fixed:
         print(f"fixed frames: {', '.join(fixed)}")
-    if _parameters(args):
-        from .codegen.build import apply_parameters
-        from .model.parameters import parameters_of
-        params = parameters_of(apply_parameters(model, _parameters(args)))
+    if params is not None:
         print(f"parameters ({len(params)}, the layout of params): " +
               ", ".join(f"{_printable(n)}={x:g}" for n, x in zip(params.names, params.nominal)))
     return 0

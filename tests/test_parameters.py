@@ -762,10 +762,6 @@ def test_singular_mass_matrix(ur5):
     one_line_error(lambda: ur5.minv(np.tile(s.q, (3, 1)), params=P), "singular", "state 1")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rbdgen/bindings/runtime.py _Function.__call__: the fast path (float64 vectors of the right size, "
-    "no out=, lines ~108-112) returns before the `checked and self.solves` -> _solved() check that the "
-    "batch and converting paths run, so a singular M gives NaN instead of ValueError"))
 def test_singular_mass_matrix_float64_vectors(ur5):
     """The common call (float64 arrays) refuses a singular M as the others do."""
     s = State("ur5", 93)
