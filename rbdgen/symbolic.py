@@ -44,8 +44,8 @@ def symbolic(robot, function, parameters=(), floating_base=False, closed_form=Fa
     nle of eom): a Matrix (a column for a vector), an Array beyond two dimensions, an
     expression for a scalar function.
 
-    parameters: SPEC strings (rbdgen.model.parameters: inertia:LINK, inertia:all, gravity,
-    armature, damping, origin:JOINT) whose entries become symbols (m_link7, g_z, ...) instead
+    parameters: SPEC strings (rbdgen.model.parameters: inertia:LINK, inertia:all, payload:FRAME,
+    gravity, armature, damping, origin:JOINT) whose entries become symbols (m_link7, g_z, ...) instead
     of the model's numbers. floating_base: a free-flyer root for a URDF or xacro file.
     closed_form: the replacements substituted into the outputs and each entry simplified (no
     replacements are returned); for small robots."""
