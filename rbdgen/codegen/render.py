@@ -353,8 +353,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         inputs = [{"name": x["name"], "sparsity": [x["size"], 1, 1]} for x in fn["inputs"] if x["name"] in names]
         outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["entry_parts"]
                    if p[3] not in CASADI_DROPPED]
+        # a choice's blocks count for the inputs this function takes (params: with model parameters)
         choice = next((c for c in fn["jacobians"] if tangent_is_q and all(
-            source in by_name for blocks in c.values() for source, *_ in blocks.values())), None)
+            source in by_name for blocks in c.values() for x, (source, *_) in blocks.items() if x in names)), None)
         sources = []
 
         def source_index(source):
