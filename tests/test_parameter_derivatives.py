@@ -12,7 +12,8 @@ UR5 is built once with parameters inertia:all, gravity and armature (69 of them)
    derivative functions and central differences.
 4. JAX's rnea and aba take params (positionally last or by keyword; nominal when left out);
    jacfwd and jacrev in params equal the derivative functions and central differences, and
-   jax.grad of a scalar loss in params equals central differences. (The JAX tests come last:
+   jax.grad of a scalar loss in params equals central differences; rnea with f_ext too (no
+   origin parameters: f_ext's share does not depend on them), aba with f_ext refuses. (The JAX tests come last:
    importing JAX before a build forks the build's workers under XLA's threads.)
 """
 
@@ -28,7 +29,7 @@ from rbdgen.model.parameters import parameters_of, with_parameters
 from rbdgen.table.functions import select
 
 SPECS = ["inertia:all", "gravity", "armature"]
-ALGORITHMS = ["rnea", "aba", "crba", "rnea_derivatives", "aba_derivatives",
+ALGORITHMS = ["rnea", "rnea_fext", "aba", "aba_fext", "crba", "rnea_derivatives", "aba_derivatives",
               "rnea_parameter_derivatives", "aba_parameter_derivatives"]
 EXACT_TOL = 1e-10      # the same derivative through two paths (einsum's, CasADi's transposes' rounding)
 PINOCCHIO_TOL = 1e-9   # against Pinocchio's regressor (issue 2's tolerance)
@@ -164,3 +165,21 @@ def test_jax_jacobian_and_grad_in_params(built, point, name):
     # derivatives in the state and in params together
     dv, dp = jax.jacfwd(lambda v, p: f(x["q"], v, x[third], params=p), argnums=(0, 1))(x["v"], x["params"])
     assert_close(f"jax {name} d/dparams with d/dv", dp, exact, EXACT_TOL)
+
+
+def test_jax_with_forces_in_params(built, point):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    module, model = built
+    x = point
+    f_ext = np.random.default_rng(SEED + 2).normal(size=(len(module.joint_names), 6))
+    args = (x["q"], x["v"], x["a"])
+    rnea = module.jax("rnea")
+    assert_close("jax rnea with f_ext and params", rnea(*args, f_ext, params=x["params"]),
+                 module.rnea(*args, f_ext, params=x["params"]), EXACT_TOL)
+    J = jax.jacfwd(lambda p: rnea(*args, f_ext, params=p))(x["params"])
+    assert_close("jax rnea with f_ext d/dparams", J, module.rnea_parameter_derivatives(*args, x["params"]), EXACT_TOL)
+    fd = central_differences(lambda p: module.rnea(*args, f_ext, params=p), [x["params"]], 0)
+    assert_close("jax rnea with f_ext d/dparams against finite differences", J, fd, FD_TOL)
+    with pytest.raises(ValueError, match="aba with f_ext has no derivative with respect to params"):
+        jax.jacfwd(lambda p: module.jax("aba")(x["q"], x["v"], x["tau"], f_ext, params=p))(x["params"])

@@ -13,6 +13,8 @@ them here, so that some of them can be seeded as duals:
   is rebuilt with those parameters as duals (derivatives.Dual), one direction each, and rnea
   runs on it (DualOps). Gravity and origins change the motion the regressor sees too, so Y is
   computed on the model with the parameters' values.
+On UR5 with inertia:all, gravity and armature (69 parameters) this program is 1 524 operations,
+against 1 991 by forward mode over every parameter.
 
 Forward dynamics: rnea(q, v, q-ddot(params), params) = tau holds identically, so
 d q-ddot / d params = -M^-1 d rnea / d params at (q, v, q-ddot), the product with M^-1 or the

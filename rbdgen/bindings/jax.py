@@ -16,7 +16,12 @@ the derivative functions the function table names for each function (model.json'
     contact_dynamics      contact_dynamics_derivatives (q, v and tau; not the damping)
     f_ext of rnea, aba    the bodies' Jacobians (frame_jacobian, local_world_aligned), exact
     frame_placement       frame_jacobian (local_world_aligned)
+    params (a module      rnea_parameter_derivatives (rnea, nle, gravity; rnea with f_ext
+      with parameters)    unless there are origin parameters), aba_parameter_derivatives
+                          (aba, fd_crba; not aba with f_ext)
 
+A module with parameters: every function takes params last (rnea and aba by keyword, after
+f_ext), nominal_params when left out (then a constant, not differentiated).
 Any other function, or one whose derivative function was not built, raises an error when
 differentiated, naming what to build. With a free-flyer or spherical joint, q has more
 coordinates than its tangent space: the generated derivatives are in the tangent space, which
