@@ -345,7 +345,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
     of each frame served (frames: [(name, body, placement entries)] in the module's order),
     with Jacobians where the table's `jacobians` finds the derivatives built (only when q is its own
     tangent space: with quaternions, d/dq of the derivative functions is not the derivative in
-    q's coordinates)."""
+    q's coordinates). A module with parameters differentiates in params too, from the parameter
+    derivatives (rnea_parameter_derivatives, aba_parameter_derivatives): without them built, a
+    function whose choice names them has no Jacobian rather than a zero block."""
     by_name = {fn["name"]: fn for fn in functions}
     rows, symbols = [], []
     for fn in functions:
