@@ -314,7 +314,7 @@ class Bridge:
         origins = [n for n in m.param_names if n.startswith("origin_")]
 
         def rule(primals, tangents):
-            (q, v, x, f), params = primals[:4], tuple(primals[4:])
+            (q, v, x, _), params = primals[:4], tuple(primals[4:])
             (dq, dv, dx, df), dparams = tangents[:4], (tuple(tangents[4:]) or (None,))[0]
             if dparams is not None and (base == "aba" or origins):
                 raise ValueError(f"JAX: {base} with f_ext has no derivative with respect to params "
