@@ -16,7 +16,12 @@ the derivative functions the function table names for each function (model.json'
     contact_dynamics      contact_dynamics_derivatives (q, v and tau; not the damping)
     f_ext of rnea, aba    the bodies' Jacobians (frame_jacobian, local_world_aligned), exact
     frame_placement       frame_jacobian (local_world_aligned)
+    params (a module      rnea_parameter_derivatives (rnea, nle, gravity; rnea with f_ext
+      with parameters)    unless there are origin parameters), aba_parameter_derivatives
+                          (aba, fd_crba; not aba with f_ext)
 
+A module with parameters: every function takes params last (rnea and aba by keyword, after
+f_ext), nominal_params when left out (then a constant, not differentiated).
 Any other function, or one whose derivative function was not built, raises an error when
 differentiated, naming what to build. With a free-flyer or spherical joint, q has more
 coordinates than its tangent space: the generated derivatives are in the tangent space, which
@@ -99,13 +104,15 @@ class Bridge:
         parts = spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
         split = len(parts) > 1
 
+        defaults = dict(spec.defaults, **({"params": self.m.nominal_params} if "params" in spec.names else {}))
+
         def call(*args):
             _require_x64()
             body, args = (args[0], args[1:]) if spec.per_body else (-1, args)
             missing = spec.names[len(args):]
-            if len(args) > len(spec.names) or any(n not in spec.defaults for n in missing):
+            if len(args) > len(spec.names) or any(n not in defaults for n in missing):
                 raise TypeError(f"{fname} takes ({', '.join(spec.names)}), got {len(args)} arguments")
-            args = tuple(args) + tuple(spec.defaults[n] for n in missing)
+            args = tuple(args) + tuple(defaults[n] for n in missing)
             xs = []
             for x, name, size, is_shared in zip(args, spec.names, spec.sizes, spec.shared):
                 x = jnp.asarray(x, dtype=jnp.float64)
@@ -165,10 +172,11 @@ class Bridge:
         if parts and parts[-1][3] == "pivots":
             function = _checked_pivots(function, spec.names)
         rule = self.rule(name)
-        return _differentiable(function, rule, spec.names, name, self.m)
+        return _taking_params(_differentiable(function, rule, spec.names, name, self.m), spec, name, self.m)
 
     def with_forces(self, name, threads):
-        """rnea(q, v, a, f_ext=None) and aba(q, v, tau, f_ext=None), as the module's."""
+        """rnea(q, v, a, f_ext=None, params=None) and aba(q, v, tau, f_ext=None, params=None), as the
+        module's (params: a module with parameters; None: nominal_params)."""
         m = self.m
         plain = _differentiable(self.function(name, threads), self.rule(name), m._TABLE[name].names, name, m)
         forced = None
@@ -177,15 +185,18 @@ class Bridge:
                                      m._TABLE[name + "_fext"].names, name, m)
         njoints = len(m.joint_names)
 
-        def public(q, v, x, f_ext=None):
+        def public(q, v, x, f_ext=None, params=None):
+            if params is not None and not m.param_names:
+                raise ValueError("params: this module has no model parameters; build it with --parameters")
+            params = (m.nominal_params if params is None else params,) if m.param_names else ()
             if f_ext is None:
-                return plain(q, v, x)
+                return plain(q, v, x, *params)
             if forced is None:
                 raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
             f = jnp.asarray(f_ext, dtype=jnp.float64)
             if f.shape[-2:] != (njoints, 6):
                 raise ValueError(f"f_ext: expected (..., {njoints}, 6) (rows [force; torque] per joint), got {f.shape}")
-            return forced(q, v, x, f.reshape(f.shape[:-2] + (6 * njoints,)))
+            return forced(q, v, x, f.reshape(f.shape[:-2] + (6 * njoints,)), *params)
         public.__doc__ = getattr(m, name).__doc__
         return public
 
@@ -246,12 +257,17 @@ class Bridge:
         choices = m._META["functions"][name]["jacobians"]
         if not choices:
             return None
-        sources = lambda choice: [source for blocks in choice.values() for source, *_ in blocks.values()]
+        spec = m._TABLE[name]
+        # a choice's blocks count for the inputs this function takes (params: with model
+        # parameters); the parameters' derivative function is required when params is differentiated
+        choices = [{output: {x: block for x, block in blocks.items() if x in spec.names}
+                    for output, blocks in c.items()} for c in choices]
+        sources = lambda choice: [source for blocks in choice.values() for x, (source, *_) in blocks.items()
+                                  if x != "params"]
         choice = next((c for c in choices if all(self.has(s) for s in sources(c))), None)
         if choice is None:   # differentiating it says what to build
             missing = next(s for s in sources(choices[0]) if not self.has(s))
             return lambda primals, tangents: self.require(missing, name)
-        spec = m._TABLE[name]
         outputs = list(choice)
         single = outputs == [""]
 
@@ -279,6 +295,7 @@ class Bridge:
                     if x not in choice[output]:
                         raise ValueError(f"JAX: {name} has no derivative with respect to {x}")
                     source, part, row, _ = choice[output][x]
+                    self.require(source, name)
                     terms.append(jnp.einsum("...ij,...j->...i", block(source, part)[..., row:, :], t))
                 result.append(sum(terms[1:], terms[0]) if terms else None)
             return result[0] if single else tuple(result)
@@ -294,9 +311,16 @@ class Bridge:
         njoints = len(m.joint_names)
         mv = lambda D, t: jnp.einsum("...ij,...j->...i", D, t)
 
+        origins = [n for n in m.param_names if n.startswith("origin_")]
+
         def rule(primals, tangents):
-            q, v, x, f = primals
-            dq, dv, dx, df = tangents
+            (q, v, x, _), params = primals[:4], tuple(primals[4:])
+            (dq, dv, dx, df), dparams = tangents[:4], (tuple(tangents[4:]) or (None,))[0]
+            if dparams is not None and (base == "aba" or origins):
+                raise ValueError(f"JAX: {base} with f_ext has no derivative with respect to params "
+                                 + ("(the bodies' Jacobians move with origin parameters, as " + origins[0] + ")"
+                                    if base == "rnea" else "") + f"; call {base} without f_ext to differentiate "
+                                 "with respect to params")
             if dq is not None:
                 raise ValueError(f"JAX: {base} with f_ext has no derivative with respect to q (f_ext is given in "
                                  f"the moving bodies' frames); differentiate with respect to v, "
@@ -304,11 +328,14 @@ class Bridge:
             terms = []
             if base == "rnea":
                 if dv is not None:
-                    terms.append(mv(self.function(self.require("rnea_derivatives", name))(q, v, x)[1], dv))
+                    terms.append(mv(self.function(self.require("rnea_derivatives", name))(q, v, x, *params)[1], dv))
                 if dx is not None:
-                    terms.append(mv(self.function(self.require("crba", name))(q), dx))
+                    terms.append(mv(self.function(self.require("crba", name))(q, *params), dx))
+                if dparams is not None:   # f_ext's share does not depend on these parameters
+                    D = self.function(self.require("rnea_parameter_derivatives", name))(q, v, x, *params)
+                    terms.append(mv(D, dparams))
             else:
-                D = self.function(self.require("aba_derivatives", name))(q, v, x)
+                D = self.function(self.require("aba_derivatives", name))(q, v, x, *params)
                 terms += [mv(Dk, t) for Dk, t in zip(D[1:], (dv, dx)) if t is not None]
             if df is not None:
                 jacobian = self.function(self.require("frame_jacobian_local_world_aligned", name))
@@ -316,8 +343,8 @@ class Bridge:
                 identity = np.array([1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], dtype=float)
                 generalized = 0
                 for body in range(njoints):
-                    R = placement(body, q, identity)[0]
-                    J = jacobian(body, q, identity)
+                    R = placement(body, q, identity, *params)[0]
+                    J = jacobian(body, q, identity, *params)
                     f_body = df[..., 6 * body:6 * body + 6]
                     force = mv(R, f_body[..., :3])
                     torque = mv(R, f_body[..., 3:])
@@ -366,6 +393,29 @@ def _differentiable(function, rule, names, public, m):
         return result, tangent
     wrapped.defjvp(jvp, symbolic_zeros=True)
     return wrapped
+
+
+def _taking_params(function, spec, public, m):
+    """function, which takes params last (a module with parameters), as the public function: params
+    positionally or by keyword, the defaults of the inputs before it, and nominal_params when
+    not given (then a constant: not differentiated)."""
+    names = list(spec.names)
+    if "params" not in names:
+        return function
+    k = names.index("params")
+
+    def with_params(*args, params=None):
+        if params is not None and len(args) > k:
+            raise TypeError(f"{public}: params given twice")
+        if len(args) <= k:
+            missing = [n for n in names[len(args):k] if n not in spec.defaults]
+            if missing:
+                raise TypeError(f"{public} takes ({', '.join(names)}), got {len(args)} arguments")
+            args = args + tuple(spec.defaults[n] for n in names[len(args):k]) + \
+                (m.nominal_params if params is None else params,)
+        return function(*args)
+    with_params.__doc__ = getattr(function, "__doc__", None)
+    return with_params
 
 
 def _checked_pivots(function, names):

@@ -348,7 +348,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
     of each frame served (frames: [(name, body, placement entries)] in the module's order),
     with Jacobians where the table's `jacobians` finds the derivatives built (only when q is its own
     tangent space: with quaternions, d/dq of the derivative functions is not the derivative in
-    q's coordinates)."""
+    q's coordinates). A module with parameters differentiates in params too, from the parameter
+    derivatives (rnea_parameter_derivatives, aba_parameter_derivatives): without them built, a
+    function whose choice names them has no Jacobian rather than a zero block."""
     by_name = {fn["name"]: fn for fn in functions}
     rows, symbols = [], []
     for fn in functions:
@@ -356,8 +358,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         inputs = [{"name": x["name"], "sparsity": [x["size"], 1, 1]} for x in fn["inputs"] if x["name"] in names]
         outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["entry_parts"]
                    if p[3] not in CASADI_DROPPED]
+        # a choice's blocks count for the inputs this function takes (params: with model parameters)
         choice = next((c for c in fn["jacobians"] if tangent_is_q and all(
-            source in by_name for blocks in c.values() for source, *_ in blocks.values())), None)
+            source in by_name for blocks in c.values() for x, (source, *_) in blocks.items() if x in names)), None)
         sources = []
 
         def source_index(source):

@@ -9,9 +9,11 @@ which is the algorithm itself for a model without mimic joints and maps it to th
 coordinates otherwise; sizes are the model's (nq, nv).
 """
 
-from ..algorithms import configuration, constrained, derivatives, kinematics, mimic, minv, regressor, rnea_derivatives
+from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
+                          regressor, rnea_derivatives)
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
+from ..model.parameters import parameters_of
 from ..spatial import Force
 from .frames import frame_functions
 from .spec import Counterpart, FunctionSpec, Variant, always, copied
@@ -72,30 +74,44 @@ def _placements(model, ops, q):
     return rows
 
 
+# The derivative with respect to the model parameters of inverse and forward dynamics, as a
+# Jacobian choice's block for the input `params` (taken by a module with parameters only:
+# the bindings count a block only for an input the function takes)
+_BY_PARAMS = {"rnea": {"params": ("rnea_parameter_derivatives", None, 0, "copy")},
+              "aba": {"params": ("aba_parameter_derivatives", None, 0, "copy")}}
+
+
+def _with_params(choice, dynamics):
+    """A Jacobian choice with the block of `params` from `dynamics`' parameter derivatives."""
+    return {output: {**blocks, **_BY_PARAMS[dynamics]} for output, blocks in choice.items()}
+
+
 FUNCTIONS = [
     FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), mimic.rnea,
                  "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA, seed 000 Algorithm 1).", cost=3,
                  jacobians=({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"),
-                                    "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy")}},),
+                                    "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy"),
+                                    **_BY_PARAMS["rnea"]}},),
                  pinocchio=Counterpart("rnea", ("q", "v", "a"), "rnea")),
     FunctionSpec("rnea_fext", ("q", "v", "a", "fext"), lambda m: (m.nv,),
                  lambda m, ops, q, v, a, f: mimic.rnea(m, ops, q, v, a, _fext(m, f)),
                  "Inverse dynamics with external forces: tau = M a + C v + g - sum_i J_i^T f_i.", cost=3),
     FunctionSpec("nle", ("q", "v"), lambda m: (m.nv,), mimic.nle,
                  "Nonlinear effects C(q, v) v + g(q).", cost=3,
-                 jacobians=(copied("nle_derivatives", q="dnle_dq", v="dnle_dv"),
-                            copied("rnea_derivatives", q="dtau_dq", v="dtau_dv")),
+                 jacobians=(_with_params(copied("nle_derivatives", q="dnle_dq", v="dnle_dv"), "rnea"),
+                            _with_params(copied("rnea_derivatives", q="dtau_dq", v="dtau_dv"), "rnea")),
                  pinocchio=Counterpart("nonLinearEffects", ("q", "v"), "nle")),
     FunctionSpec("gravity", ("q",), lambda m: (m.nv,), mimic.gravity,
                  "Generalized gravity g(q).",
-                 jacobians=(copied("gravity_derivatives", q=None), copied("rnea_derivatives", q="dtau_dq")),
+                 jacobians=(_with_params(copied("gravity_derivatives", q=None), "rnea"),
+                            _with_params(copied("rnea_derivatives", q="dtau_dq"), "rnea")),
                  pinocchio=Counterpart("computeGeneralizedGravity", ("q",))),
     FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), mimic.crba,
                  "Joint-space inertia matrix M(q), full and symmetric (CRBA, seed 000 Algorithm 2).", cost=3,
                  pinocchio=Counterpart("crba", ("q",), "crba", upper=("",))),
     FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
                  "Forward dynamics a = M^-1 (tau - C v - g) (ABA, seed 000 Algorithm 3).", solves=True, cost=5,
-                 jacobians=(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),),
+                 jacobians=(_with_params(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"), "aba"),),
                  pinocchio=Counterpart("aba", ("q", "v", "tau"), "aba")),
     FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
                  lambda m, ops, q, v, t, f: mimic.aba(m, ops, q, v, t, _fext(m, f)),
@@ -137,7 +153,7 @@ FUNCTIONS = [
     FunctionSpec("fd_crba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.fd_crba,
                  "Forward dynamics through CRBA and a sparse L^T D L factorization of M.", solves=True, cost=4,
                  pinocchio=Counterpart("aba", ("q", "v", "tau")),   # the same quantity: Pinocchio's is aba
-                 jacobians=(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"),)),
+                 jacobians=(_with_params(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"), "aba"),)),
     FunctionSpec("com_velocity", ("q", "v"), lambda m: (3,), mimic.com_velocity,
                  "Velocity of the centre of mass."),
     FunctionSpec("spatial_momentum", ("q", "v"), lambda m: (6,), mimic.spatial_momentum,
@@ -195,6 +211,17 @@ FUNCTIONS += [
                  "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives).", cost=3,
                  pinocchio=Counterpart("computeGeneralizedGravityDerivatives", ("q",)),
                  variants=(_analytic(rnea_derivatives.analytic_gravity_derivatives),)),
+]
+_parameter_columns = lambda m: (m.nv, len(parameters_of(m)))
+FUNCTIONS += [
+    FunctionSpec("rnea_parameter_derivatives", ("q", "v", "a"), _parameter_columns,
+                 parameter_derivatives.rnea_parameter_derivatives,
+                 "d tau / d params of rnea (the model parameters, param_names): the regressor's columns for "
+                 "inertial and payload parameters, forward mode for the others.", parametric=True, cost=6),
+    FunctionSpec("aba_parameter_derivatives", ("q", "v", "tau"), _parameter_columns,
+                 parameter_derivatives.aba_parameter_derivatives,
+                 "d qdd / d params of aba: -M^-1 d rnea / d params at (q, v, qdd).",
+                 parametric=True, solves=True, costly=True, cost=12),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
@@ -275,17 +302,25 @@ def select(names=None, model=None, contacts=()):
     By default, the functions that solve with M are left out of a model whose M is singular (a
     joint that moves no mass: there is nothing finite to compute), and the costly functions out
     of a model whose tree has more than COSTLY_MAX_NV velocity coordinates. Naming them builds them.
+    The derivatives with respect to model parameters (`parametric`) are built by default for a
+    model with parameters only, and named for one without they are a one-line error.
     """
     table = FUNCTIONS + (contact_functions(contacts) if contacts else [])
     singular = model is not None and model.massless_joints()
+    parameters = model is not None and bool(model.parameters)
     if names is None:
         big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
-        return [f for f in table if f.default and not (singular and f.solves) and not (big and f.costly)]
+        return [f for f in table if f.default and not (singular and f.solves) and not (big and f.costly)
+                and (parameters or not f.parametric)]
     known = [f.name for f in table]
     unknown = [n for n in names if n not in known]
     if unknown:
         needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else ""
         raise CodegenError(f"unknown algorithm {unknown[0]!r}{needs}; choose from {', '.join(known)}")
+    unparametric = [f.name for f in table if f.name in names and f.parametric] if model is not None and not parameters else []
+    if unparametric:
+        raise CodegenError(f"{unparametric[0]} is a derivative with respect to model parameters, and this build "
+                           "has none; build with parameters=[...] (--parameters)")
     return [f for f in table if f.name in names]
 
 

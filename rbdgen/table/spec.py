@@ -77,6 +77,9 @@ class FunctionSpec:
                              # only one) and input to (derivative function, its part, first row of
                              # the part, "copy" or "rotation"); an input the source does not take is 0
     pinocchio: Counterpart = None
+    parametric: bool = False  # its algorithm takes the parameters' values (`params`, last) rather than
+                             # running on the model with them (rbdgen.algorithms.parameter_derivatives):
+                             # a function of a model with parameters only, built by default for one
     family: str = None       # a function of a frame: the public function (frame_jacobian)
     reference: str = None    # ... and the reference frame of this program (None: it takes none)
     default_reference: str = None
@@ -96,9 +99,10 @@ class FunctionSpec:
     def evaluate(self, model, ops, body, *args, run=None):
         """`run` (default: its algorithm) on `model` with `ops` and its arguments (a function of
         a frame on `body`); a model with parameters runs as the model with the last argument's
-        values (rbdgen.model.parameters)."""
+        values (rbdgen.model.parameters), or, for a `parametric` function, takes them as they are
+        (its algorithm builds the model with them)."""
         run = run or self.run
-        if model.parameters:
+        if model.parameters and not self.parametric:
             model, args = parameters_of(model).model_with(args[-1]), args[:-1]
         return run(model, ops, body, *args) if self.per_body else run(model, ops, *args)
 
