@@ -42,4 +42,5 @@ def pytest_collection_modifyitems(items):
     """The JAX tests last: importing JAX starts XLA's threads, and a build afterwards forks its
     worker processes (rbdgen.codegen.build), which JAX warns may deadlock. The workers run no
     JAX code; the order keeps the warning, and the risk, out of the suite."""
-    items.sort(key=lambda item: item.fspath.basename == "test_jax.py")
+    items.sort(key=lambda item: item.fspath.basename == "test_jax.py"
+               or (item.fspath.basename == "test_parameter_derivatives.py" and "jax" in item.name))

@@ -30,7 +30,8 @@ from rbdgen.table.functions import select
 
 SPECS = ["inertia:all", "gravity", "armature"]
 ALGORITHMS = ["rnea", "rnea_fext", "aba", "aba_fext", "crba", "rnea_derivatives", "aba_derivatives",
-              "rnea_parameter_derivatives", "aba_parameter_derivatives"]
+              "rnea_parameter_derivatives", "aba_parameter_derivatives", "frame_placement",
+              "frame_jacobian_local_world_aligned"]
 EXACT_TOL = 1e-10      # the same derivative through two paths (einsum's, CasADi's transposes' rounding)
 PINOCCHIO_TOL = 1e-9   # against Pinocchio's regressor (issue 2's tolerance)
 FD_TOL = 1e-6          # central differences (step 1e-6), relative to the largest entry
@@ -183,3 +184,23 @@ def test_jax_with_forces_in_params(built, point):
     assert_close("jax rnea with f_ext d/dparams against finite differences", J, fd, FD_TOL)
     with pytest.raises(ValueError, match="aba with f_ext has no derivative with respect to params"):
         jax.jacfwd(lambda p: module.jax("aba")(x["q"], x["v"], x["tau"], f_ext, params=p))(x["params"])
+
+
+def test_jax_frames_take_params(built, point):
+    """JAX's frame functions pass params on (nominal when left out); frame_placement's JVP in q
+    holds with them, and one in params is refused."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    module, _ = built
+    q, params = point["q"], point["params"]
+    placement, jacobian = module.jax("frame_placement"), module.jax("frame_jacobian")
+    for got, want in ((placement(q, "tool0", params=params), module.frame_placement(q, "tool0", params=params)),
+                      (placement(q, "tool0"), module.frame_placement(q, "tool0")),
+                      (jacobian(q, "tool0", params=params), module.frame_jacobian(q, "tool0", params=params))):
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert_close("jax frame function with params", g, w, EXACT_TOL)
+    dR = jax.jacfwd(lambda q: placement(q, "tool0", params=params)[1])(q)
+    fd = central_differences(lambda q: module.frame_placement(q, "tool0", params=params)[1], [q], 0)
+    assert_close("jax frame_placement d/dq with params", dR, fd, FD_TOL)
+    with pytest.raises(ValueError, match="no derivative with respect to params"):
+        jax.jacfwd(lambda p: placement(q, "tool0", params=p)[1])(params)

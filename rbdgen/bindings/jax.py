@@ -186,9 +186,7 @@ class Bridge:
         njoints = len(m.joint_names)
 
         def public(q, v, x, f_ext=None, params=None):
-            if params is not None and not m.param_names:
-                raise ValueError("params: this module has no model parameters; build it with --parameters")
-            params = (m.nominal_params if params is None else params,) if m.param_names else ()
+            params = _params(m, params)
             if f_ext is None:
                 return plain(q, v, x, *params)
             if forced is None:
@@ -204,14 +202,14 @@ class Bridge:
         m = self.m
         split = self.function("frame_placement", threads)
 
-        def placement(q, frame):
+        def placement(q, frame, *params):
             body, on_body = m._frame(frame)
-            return split(body, q, on_body)
+            return split(body, q, on_body, *params)
 
-        def rule(q, frame, dq, R):
+        def rule(q, frame, dq, R, *params):
             body, on_body = m._frame(frame)
             J = self.function(self.require("frame_jacobian_local_world_aligned", "frame_placement"), threads)(
-                body, q, on_body)
+                body, q, on_body, *params)
             twist = jnp.einsum("...ij,...j->...i", J, dq)
             return (_skew(twist[..., 3:]) @ R, twist[..., :3])
 
@@ -224,19 +222,22 @@ class Bridge:
         if not callable(getattr(m, name, None)):
             raise ValueError(f"this module was built without {name}; rebuild it with that function")
 
-        def evaluate(family, reference, frame, states, point=None):
+        def evaluate(family, reference, frame, states, point=None, params=None):
             body, on_body = m._frame(frame)
             if point is not None:
                 on_body = m._contact.point_placement(on_body, point)
             fname = f"{family}_{reference}" if reference else family
             if not self.has(fname):
                 m._of_frame(family, reference)   # the module's error
-            return _refuse_derivative(self.function(fname, threads), name, m, per_body=True)(body, *states, on_body)
+            return _refuse_derivative(self.function(fname, threads), name, m, per_body=True)(
+                body, *states, on_body, *_params(m, params))
+        keywords = (("params", None),) if m.param_names else ()
         if name in m._META["points"]:
-            return m._contact.point_function(name, m._META["points"][name], evaluate)
+            return m._contact.point_function(name, m._META["points"][name], evaluate, keywords=keywords)
         row = next(row for row in m._META["functions"].values() if row["family"] == name)
-        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n != "placement"],
-                                         row["default_reference"], row["family_doc"], evaluate, m._REFERENCES)
+        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n not in ("placement", "params")],
+                                         row["default_reference"], row["family_doc"], evaluate, m._REFERENCES,
+                                         keywords=keywords)
 
     # ---------------------------------------------------------------- derivatives ---
 
@@ -448,25 +449,37 @@ def _refuse_derivative(function, public, m, per_body=False):
     return wrapped
 
 
+def _params(m, params):
+    """The model parameters a generated function takes last: none for a module without them,
+    nominal_params for None."""
+    if params is not None and not m.param_names:
+        raise ValueError("params: this module has no model parameters; build it with --parameters")
+    return (m.nominal_params if params is None else params,) if m.param_names else ()
+
+
 def _with_frame(placement, rule, m, public):
-    """frame_placement(q, frame): a custom JVP in q for each frame (the frame is static)."""
+    """frame_placement(q, frame[, params]): a custom JVP in q for each frame (the frame is
+    static); none in params (a frame's placement has no derivative function of them)."""
     made = {}
 
-    def public_function(q, frame):
+    def public_function(q, frame, params=None):
         key = m._frame(frame)[0], frame
         if key not in made:
-            f = jax.custom_jvp(lambda q: placement(q, frame))
+            f = jax.custom_jvp(lambda q, *params: placement(q, frame, *params))
 
             def jvp(primals, tangents, frame=frame):
-                (q,), (dq,) = primals, tangents
+                (q, *params), (dq, *dparams) = primals, tangents
                 if m.nq != m.nv:
                     raise ValueError(f"JAX: {public} has no derivative with respect to q in q's {m.nq} coordinates "
                                      "(quaternions in q); use frame_jacobian in the tangent space")
-                result = placement(q, frame)
-                return result, rule(q, frame, dq, result[0])   # the primal's R, not a second call
-            f.defjvp(jvp)
+                if any(type(d) is not jax.custom_derivatives.SymbolicZero for d in dparams):
+                    raise ValueError(f"JAX: {public} has no derivative with respect to params")
+                result = placement(q, frame, *params)
+                dq = jnp.zeros_like(q) if type(dq) is jax.custom_derivatives.SymbolicZero else dq
+                return result, rule(q, frame, dq, result[0], *params)   # the primal's R, not a second call
+            f.defjvp(jvp, symbolic_zeros=True)
             made[key] = f
-        return made[key](q)
+        return made[key](q, *_params(m, params))
     public_function.__doc__ = m.frame_placement.__doc__
     return public_function
 

@@ -165,7 +165,7 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
         progress(f"left out forward dynamics and M^-1 ({', '.join((f.name for f in fn_table.FUNCTIONS if f.solves))}): "
                  f"joint {model.massless_joints()[0]!r} moves no mass, so M is singular")
     if algorithms is None and model.full.nv > fn_table.COSTLY_MAX_NV:
-        costly = [f.name for f in fn_table.FUNCTIONS if f.costly]
+        costly = [f.name for f in fn_table.FUNCTIONS if f.costly and (model.parameters or not f.parametric)]
         progress(f"left out {', '.join(costly)} (nv = {model.full.nv} > {fn_table.COSTLY_MAX_NV}: its size grows as "
                  "nv^3); name it in --algorithms to build it")
     asked = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(options.cse),
