@@ -51,7 +51,9 @@ UR5_FRAME = "tool0"
 PANDA_SPECS = ["payload:panda_hand"]
 PANDA_CONTACTS = ["panda_hand:3d"]
 PANDA_ALGORITHMS = ["rnea", "nle", "crba", "aba", "minv", "contact_dynamics", "frame_jacobian_local_world_aligned",
-                    "frame_classical_acceleration_local_world_aligned"]
+                    "frame_classical_acceleration_local_world_aligned", "rnea_parameter_derivatives"]
+FIT_STATES = 12              # states whose torques identify the payload
+FIT_TOL = 1e-8               # the fitted mass and centre of mass, relative
 SOLO_SPECS = ["inertia:all"]
 SOLO_ALGORITHMS = ["rnea", "crba", "aba"]
 B = 4
@@ -513,6 +515,26 @@ def test_panda_payload(panda, seed):
                  REL_TOL_PARAMS)
     # the payload matters: not the nominal answer
     assert not np.allclose(panda.rnea(s.q, s.v, s.a, params=p), panda.rnea(s.q, s.v, s.a), rtol=1e-6)
+
+
+def test_panda_payload_fitted_from_pinocchios_torques(panda):
+    """Identification: a payload's mass and centre of mass fitted by least squares from the
+    torques of Pinocchio's loaded robot, through the generated derivatives (rnea is linear in
+    the payload's parameters: tau = rnea(q, v, a; 0) + D(q, v, a) p)."""
+    rng = np.random.default_rng(71)
+    mass, com = 1.3, np.array([0.02, -0.01, 0.08])
+    true = np.array(pin.Inertia(mass, com, np.diag([2e-3, 3e-3, 1e-3])).toDynamicParameters())
+    pm = pinocchio_with("panda", panda.param_names, true)
+    pd = pm.createData()
+    rows, torques = [], []
+    for k in range(FIT_STATES):
+        s = State("panda", 700 + k)
+        measured = pin.rnea(pm, pd, s.qp, s.v, s.a)
+        rows.append(panda.rnea_parameter_derivatives(s.q, s.v, s.a, panda.nominal_params))
+        torques.append(measured - panda.rnea(s.q, s.v, s.a))
+    fitted = np.linalg.lstsq(np.vstack(rows), np.concatenate(torques), rcond=None)[0]
+    assert_close("fitted payload mass", fitted[0], mass, FIT_TOL)
+    assert_close("fitted payload centre of mass", fitted[1:4] / fitted[0], com, FIT_TOL)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
