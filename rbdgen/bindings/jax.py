@@ -265,10 +265,9 @@ class Bridge:
                     for output, blocks in c.items()} for c in choices]
         sources = lambda choice: [source for blocks in choice.values() for x, (source, *_) in blocks.items()
                                   if x != "params"]
-        choice = next((c for c in choices if all(self.has(s) for s in sources(c))), None)
-        if choice is None:   # differentiating it says what to build
-            missing = next(s for s in sources(choices[0]) if not self.has(s))
-            return lambda primals, tangents: self.require(missing, name)
+        # (else the first: each block is required when its input is differentiated, which then
+        # says what to build)
+        choice = next((c for c in choices if all(self.has(s) for s in sources(c))), choices[0])
         outputs = list(choice)
         single = outputs == [""]
 
