@@ -40,6 +40,103 @@ def minv_in_fixed_frame(model, ops, q):
     return _impulse_passes(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m)
 
 
+def minv_across_branches(model, ops, q):
+    """M(q)^-1 as `minv` (body coordinates), the entries between two branches of the tree
+    each one dot product: see _impulse_passes_across."""
+    check_invertible(model)
+    kin = joint_kinematics(model, ops, q)
+    _, U, Dinv, _ = articulated_inertias(model, ops, kin)
+    return _impulse_passes_across(model, ops, [k.S for k in kin], U, Dinv,
+                                  lambda i, f: kin[i].X_up.inv_apply_force(f), lambda i, m: kin[i].X_up.apply_motion(m))
+
+
+def minv_across_branches_in_fixed_frame(model, ops, q):
+    """M(q)^-1 as `minv_in_fixed_frame`, the entries between two branches each one dot product."""
+    check_invertible(model)
+    kin = joint_kinematics(model, ops, q)
+    X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
+    S = [ops.let("Sw", i, [X[i].inv_apply_motion(s) for s in k.S]) for i, k in enumerate(kin)]
+    _, U, Dinv, _ = articulated_inertias(model, ops, kin, (X, S))
+    return _impulse_passes_across(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m)
+
+
+def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_parent):
+    """Seed 001's two passes with the forward pass cut to the subtrees.
+
+    Let r be a coordinate of body i and c >= r one outside i's subtree (a later branch), g
+    the deepest common ancestor of their bodies and h g's child above i. The impulse on c
+    reaches i's branch only through g's acceleration P[g][c], to which h's subtree (at rest,
+    no other impulse) responds with r's acceleration K_r P[g][c]. The backward pass already
+    holds K_r: the impulse F[g][r] that a unit impulse on r passes to g with g held is
+    -K_r^T (the subtree's inertia [[M_gg, M_gq], [M_qg, M_qq]] gives K = -M_qq^-1 M_qg for
+    the one and M_gq M_qq^-1 e_r for the other). So M^-1[r, c] = -F[g][r] . P[g][c]: 11
+    operations instead of a motion carried down the whole branch, and the forward pass
+    carries P[i][c] only for the columns c of i's children's subtrees. On a chain nothing
+    changes; a floating base's legs and arms are branches."""
+    n, nv = model.nbodies, model.nv
+    subtree_end = _subtree_ends(model)
+    body_of = [i for i, j in enumerate(model.joints) for _ in range(j.nv)]
+    Minv = [[0] * nv for _ in range(nv)]
+    F = [dict() for _ in range(n)]            # impulses passed up, by column
+    for i in reversed(range(n)):
+        joint = model.joints[i]
+        rows = range(joint.idx_v, joint.idx_v + joint.nv)
+        for c in range(joint.idx_v, subtree_end[i]):
+            unit = [1 if r == c else 0 for r in rows]
+            f = F[i].get(c)
+            u = unit if f is None else [e - x for e, x in zip(unit, project(S[i], f))]
+            x = ops.let("Mb", i, matvec(Dinv[i], u))
+            for r, value in zip(rows, x):
+                Minv[r][c] = value
+            p = model.parent[i]
+            if p >= 0:
+                impulse = combine(U[i], x) if f is None else f + combine(U[i], x)
+                up = ops.let("Fi", i, force_to_parent(i, impulse))
+                F[p][c] = up if c not in F[p] else F[p][c] + up
+    P = [dict() for _ in range(n)]            # accelerations of the body, by column of its children's subtrees
+    for i in range(n):
+        joint = model.joints[i]
+        rows = range(joint.idx_v, joint.idx_v + joint.nv)
+        p = model.parent[i]
+        for c in range(joint.idx_v, subtree_end[i]):
+            if p >= 0:
+                a = motion_from_parent(i, P[p][c])
+                correction = matvec(Dinv[i], [a.dot(Uk) for Uk in U[i]])
+                for r, value in zip(rows, correction):
+                    Minv[r][c] = Minv[r][c] - value
+            column = ops.let("Mf", i, [Minv[r][c] for r in rows])
+            for r, value in zip(rows, column):
+                Minv[r][c] = value
+            if c >= joint.idx_v + joint.nv:
+                acc = combine(S[i], column)
+                P[i][c] = ops.let("P", i, acc if p < 0 else a + acc)
+        for c in range(subtree_end[i], nv):
+            g = _common_ancestor(model, i, body_of[c])
+            for r in rows:
+                Minv[r][c] = ops.let("Mx", i, -P[g][c].dot(F[g][r]))
+    for r in range(nv):
+        for c in range(r):
+            Minv[r][c] = Minv[c][r]
+    return Minv
+
+
+def has_branches(model):
+    """Whether minv_across_branches differs from minv: a body with two children (no mimic
+    joints: those take mimic.minv's own path)."""
+    children = [p for p in model.parent if p >= 0]
+    return not model.has_mimic and len(children) != len(set(children))
+
+
+def _common_ancestor(model, i, j):
+    ancestors = set()
+    while i >= 0:
+        ancestors.add(i)
+        i = model.parent[i]
+    while j not in ancestors:
+        j = model.parent[j]
+    return j
+
+
 
 def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent):
     """Seed 001's two passes; `force_to_parent(i, f)` and `motion_from_parent(i, m)` carry a
