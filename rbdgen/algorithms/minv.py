@@ -11,9 +11,10 @@ a 6-DoF root joint here, which is seed 001's Algorithm 2.
 """
 
 from ..spatial import combine, project
-from .aba import aba, articulated_inertias, check_invertible
+from ..spatial import add66, matrix_apply
+from .aba import _subtract_projection, aba, articulated_inertias, check_invertible
 from .kinematics import body_placements, joint_kinematics, root_frame_placements
-from .linalg import matvec
+from .linalg import matvec, symmetric_inverse
 
 
 def minv(model, ops, q):
@@ -45,7 +46,7 @@ def minv_across_branches(model, ops, q):
     each one dot product: see _impulse_passes_across."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
-    _, U, Dinv, _ = articulated_inertias(model, ops, kin)
+    U, Dinv = _articulated_inertias_in_body_coordinates(model, ops, kin)
     return _impulse_passes_across(model, ops, [k.S for k in kin], U, Dinv,
                                   lambda i, f: kin[i].X_up.inv_apply_force(f), lambda i, m: kin[i].X_up.apply_motion(m))
 
@@ -118,6 +119,44 @@ def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_
         for c in range(r):
             Minv[r][c] = Minv[c][r]
     return Minv
+
+
+def _articulated_inertias_in_body_coordinates(model, ops, kin):
+    """aba.articulated_inertias' U and D^-1 in body coordinates, where I^a = I^A - U D^-1 U^T,
+    which has I^a S = 0 (without armature, which D has and I^A not), gets exact zeros in the rows and columns of a motion subspace along
+    a coordinate axis (a revolute or prismatic joint about x, y or z of its body): computed
+    as IA[k][l] - U_k U_l / D they are rounding, and they cost their operations and those of
+    the transform to the parent that they enter."""
+    n = model.nbodies
+    IA = [I.matrix() for I in model.inertia]
+    U, Dinv = [None] * n, [None] * n
+    for i in reversed(range(n)):
+        S = kin[i].S
+        IA[i] = ops.let("IA", i, IA[i])
+        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in S])
+        D = [[s.dot(Uc) for Uc in U[i]] for s in S]
+        armature = model.joint_armature(model.joints[i])
+        for k, rotor in enumerate(armature):
+            D[k][k] = D[k][k] + rotor
+        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
+        p = model.parent[i]
+        if p >= 0:
+            Ia = _subtract_projection(IA[i], U[i], Dinv[i])
+            axes = [k for k in (_unit_axis(s) for s in S) if k is not None]
+            if len(axes) == len(S) and all(isinstance(a, (int, float)) and a == 0 for a in armature):
+                Ia = tuple(tuple(0 if r in axes or c in axes else Ia[r][c] for c in range(6)) for r in range(6))
+            Ia = ops.let("Ia", i, Ia)
+            IA[p] = add66(IA[p], kin[i].X_up.matrix_to_parent(Ia))
+    return U, Dinv
+
+
+def _unit_axis(s):
+    """k when the motion s is the k-th coordinate vector (entries of 6), else None."""
+    e = s.entries()
+    nonzero = [k for k, x in enumerate(e) if not (isinstance(x, (int, float)) and x == 0)]
+    if len(nonzero) == 1 and isinstance(e[nonzero[0]], (int, float)) and e[nonzero[0]] == 1:
+        return nonzero[0]
+    return None
 
 
 def has_branches(model):
