@@ -78,6 +78,10 @@ def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_
     subtree_end = _subtree_ends(model)
     body_of = [i for i, j in enumerate(model.joints) for _ in range(j.nv)]
     Minv = [[0] * nv for _ in range(nv)]
+    # W = X^T U, the joint's U in its parent's coordinates: once per body, it serves the
+    # joint's own columns in both passes (no impulse or acceleration of theirs is carried
+    # across the joint one by one)
+    W = [None if model.parent[i] < 0 else ops.let("W", i, [force_to_parent(i, Uk) for Uk in U[i]]) for i in range(n)]
     F = [dict() for _ in range(n)]            # impulses passed up, by column
     for i in reversed(range(n)):
         joint = model.joints[i]
@@ -91,8 +95,9 @@ def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_
                 Minv[r][c] = value
             p = model.parent[i]
             if p >= 0:
-                impulse = combine(U[i], x) if f is None else f + combine(U[i], x)
-                up = ops.let("Fi", i, force_to_parent(i, impulse))
+                # a column of the joint's own: U x carried across the joint is W x
+                up = combine(W[i], x) if f is None else force_to_parent(i, f + combine(U[i], x))
+                up = ops.let("Fi", i, up)
                 F[p][c] = up if c not in F[p] else F[p][c] + up
     P = [dict() for _ in range(n)]            # accelerations of the body, by column of its children's subtrees
     for i in range(n):
@@ -100,7 +105,11 @@ def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_
         rows = range(joint.idx_v, joint.idx_v + joint.nv)
         p = model.parent[i]
         for c in range(joint.idx_v, subtree_end[i]):
-            if p >= 0:
+            if p >= 0 and c < joint.idx_v + joint.nv:       # U^T X P = W^T P
+                correction = matvec(Dinv[i], [P[p][c].dot(Wk) for Wk in W[i]])
+                for r, value in zip(rows, correction):
+                    Minv[r][c] = Minv[r][c] - value
+            elif p >= 0:
                 a = motion_from_parent(i, P[p][c])
                 correction = matvec(Dinv[i], [a.dot(Uk) for Uk in U[i]])
                 for r, value in zip(rows, correction):
