@@ -146,6 +146,8 @@ FUNCTIONS = [
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
                  "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).", solves=True, cost=5,
                  variants=(Variant(minv.minv_in_fixed_frame, lambda model: not model.has_mimic),
+                           Variant(minv.minv_across_branches, lambda model: not model.has_mimic),
+                           Variant(minv.minv_across_branches_in_fixed_frame, minv.has_branches),
                            _solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: ((0, m.nv * m.nv),))),
                  pinocchio=Counterpart("computeMinverse", ("q",), "minv", upper=("",))),
     FunctionSpec("minv_times", ("q", "tau"), lambda m: (m.nv,), mimic.minv_times,

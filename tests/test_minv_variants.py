@@ -1,0 +1,75 @@
+"""M^-1's variants (rbdgen/algorithms/minv.py) are M^-1: on numbers, against the table's
+algorithm and against extended precision, on random trees (branches, every joint kind, a
+free-flyer) and the example robots; and the generator's choice keeps one of them within
+budget on a floating base.
+
+minv_across_branches writes the entries between two branches as one dot product of the
+backward pass's impulse with the common ancestor's acceleration, and sets the exact zeros of
+I^a for axis-aligned joints: it is at least as accurate as the table's algorithm.
+"""
+
+import mpmath
+import numpy as np
+import pytest
+
+from helpers import robot_model
+from rbdgen.algorithms import minv
+from rbdgen.runtime.accuracy import ExtendedOps
+from rbdgen.runtime.reference import OPS
+from trees import random_state, random_tree
+
+VARIANTS = (minv.minv_across_branches, minv.minv_across_branches_in_fixed_frame)
+TREES = [(1, False), (2, True), (3, True), (4, False)]
+ROBOTS = ["ur5", "panda", "solo12", "talos"]
+
+
+def _truth(model, q):
+    with mpmath.workdps(40):
+        values = minv.minv(model, ExtendedOps, [mpmath.mpf(float(x)) for x in q])
+        return np.array([[float(x) for x in row] for row in values])
+
+
+def _relative(a, b):
+    return np.abs(np.asarray(a, dtype=float) - b).max() / np.abs(b).max()
+
+
+@pytest.mark.parametrize("seed, floating", TREES)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda f: f.__name__)
+def test_variant_is_minv_on_random_trees(variant, seed, floating):
+    model = random_tree(seed, 9, floating_base=floating)
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        q, _, _ = random_state(model, rng)
+        truth = _truth(model, q)
+        got = np.array(variant(model, OPS, q), dtype=float)
+        assert np.array_equal(got, got.T)
+        assert _relative(got, truth) <= 1e-13 * max(1.0, np.linalg.cond(truth) / 1e3)
+        assert _relative(got, np.linalg.inv(np.linalg.inv(truth))) <= 1e-12
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_across_branches_keeps_the_table_digits(name):
+    model = robot_model(name)
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        q, _, _ = random_state(model, rng)
+        truth = _truth(model, q)
+        reference = _relative(minv.minv(model, OPS, q), truth)
+        got = _relative(minv.minv_across_branches(model, OPS, q), truth)
+        assert got <= max(2 * reference, 1e-15), (got, reference)
+        assert _relative(minv.minv_across_branches_in_fixed_frame(model, OPS, q), truth) <= 1e-13
+
+
+def test_floating_base_keeps_a_cheaper_variant():
+    import warnings
+    from rbdgen.codegen.programs import generate_program
+    from rbdgen.table.functions import BY_NAME
+    model = robot_model("solo12")
+    choice = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        generate_program(model, BY_NAME["minv"], choice=choice)
+    candidates = choice["candidates"]
+    assert choice["kept"] == "minv_across_branches"
+    assert candidates["minv_across_branches"]["operations"] < 0.85 * candidates["minv"]["operations"]
+    assert choice["error"] <= choice["budget"] / 4
