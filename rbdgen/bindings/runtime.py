@@ -362,27 +362,13 @@ def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
 def casadi(function, frame=None, reference=None):
     """The generated C function `function` as a casadi.Function: named inputs and outputs in
     this module's shapes (vectors are columns), evaluated by the compiled C through CasADi's
-    external-function interface. `function`: any function of states (`operation_counts`), a
-    function of a frame with `frame` (a name or index in `frames`; `reference` as the module's
-    function takes it: frame_placement, frame_jacobian, frame_velocity, frame_acceleration,
-    frame_classical_acceleration and their derivatives), or a function of the declared
-    contacts (contact_dynamics, impulse_dynamics, contact_jacobian, contact_gamma,
-    contact_inertia, contact_eom), which hold the contacts rigidly (damping 0) and have no
-    pivots output. The CasADi function's inputs are the states only.
-
-    Its jacobian() comes from the generated derivatives, not from finite differences or CasADi's
-    AD, when they were built and q is its own tangent space (no free-flyer or spherical joint):
-    rnea (rnea_derivatives, and M for d/da), nle, gravity, aba and fd_crba (aba_derivatives:
-    d/dtau = M^-1), contact_dynamics (contact_dynamics_derivatives), frame_placement
-    (frame_jacobian in local_world_aligned: dR/dq_j = [omega_j]x R), frame_velocity and
-    frame_acceleration (frame_velocity_derivatives / frame_acceleration_derivatives in the same
-    reference). Other functions have no Jacobian (CasADi says so when asked).
-
-    With quaternions in q, the derivative functions give d/dq in the tangent space (size nv),
-    which is not the derivative in q's nq coordinates that CasADi would take it for; there no
-    function has a Jacobian, and an optimizer works in the tangent space: decision variables
-    dq with q = integrate(q0, dq), and rnea_derivatives / aba_derivatives as casadi functions
-    of their own for d/d(dq) at dq = 0. Needs the casadi package (pip install "rbdgen[casadi]").
+    external-function interface. `function`: a function of states (`operation_counts`), of a
+    frame with `frame` (a name or index in `frames`) and `reference`, or of the declared
+    contacts (held rigidly, damping 0, no pivots output). Its inputs are the states (and params
+    last, for a module with parameters). Its jacobian() comes from the generated derivatives
+    where the table names them and they were built, and q is its own tangent space (no
+    free-flyer or spherical joint); see docs/casadi.md for which. Needs the casadi package (pip
+    install "rbdgen[casadi]").
     """
     from . import _casadi
     return _casadi.external(_sys.modules[__name__], function, frame, reference)
