@@ -58,7 +58,8 @@ def _body_problem(p, names, strict):
     c = h / np.where(massless, 1.0, m)[:, None]
     shift = np.einsum("b,bi,bi->b", m, c, c)[:, None, None] * np.eye(3) - np.einsum("b,bi,bj->bij", m, c, c)
     eig = np.linalg.eigvalsh(I - np.where(massless[:, None, None], 0.0, shift))
-    tol = TOLERANCE * np.maximum(np.abs(eig).max(axis=1), 1e-300)
+    # relative to the inertias subtracted (a point mass: I about the centre is 0 up to their rounding)
+    tol = TOLERANCE * np.maximum(np.maximum(np.abs(I).max(axis=(1, 2)), np.abs(shift).max(axis=(1, 2))), 1e-300)
     negative = eig[:, 0] < -tol
     if negative.any():
         state = int(np.argmax(negative))
