@@ -122,7 +122,8 @@ def bench_robot(name, urdf, floating, args):
     import json
     import shutil
     functions = args.functions.split(",")
-    module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating, algorithms=functions, progress=log)
+    module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating, algorithms=functions, progress=log,
+                          parameters=args.parameters)
     package = os.path.dirname(module.__file__)
     meta = json.load(open(os.path.join(package, "model.json")))
     folder = tempfile.mkdtemp(prefix="rbdgen-batch-")
@@ -132,7 +133,7 @@ def bench_robot(name, urdf, floating, args):
             shutil.copy(os.path.join(package, f), folder)
     model = rbdgen.load_urdf(urdf, floating_base=floating)
     driver, _ = write_driver(folder, meta, functions, args.batch)
-    write_inputs(model, {"functions": {fn: meta["functions"][fn] for fn in functions}},
+    write_inputs(model, {"functions": {fn: meta["functions"][fn] for fn in functions}, "params": meta["params"]},
                  os.path.join(folder, "inputs.bin"), args.seed)
     sources = [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".c")]
     objects = compile_all(sources, FLAGS, folder)   # no OpenMP: the batch runs on this thread
@@ -157,6 +158,9 @@ def main(argv=None):
     parser.add_argument("--functions", default="rnea,crba,aba", help="comma-separated (default: rnea,crba,aba)")
     parser.add_argument("--batch", type=int, default=10000, help="states in the batch call (default: 10000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternated runs, median (default: 3)")
+    parser.add_argument("--parameters", action="append", metavar="SPEC",
+                        help="build with these model parameters (repeat it): every state has its own random "
+                             "physical params")
     args = parser.parse_args(argv)
     rows = []
     for arg in args.robots:
