@@ -4,6 +4,8 @@ With X_0i = (E_i, r_i), body i's mass moment in world coordinates is m_i r_i + E
 the centre of mass needs no division but by the (constant) total mass.
 """
 
+import numbers
+
 from ..spatial import add3, dot3, matTvec3, scale3
 from .kinematics import body_placements, body_velocities, joint_kinematics
 
@@ -20,7 +22,9 @@ def com(model, ops, q):
     """Centre of mass of the whole robot in world coordinates."""
     X_0 = body_placements(model, ops, joint_kinematics(model, ops, q))
     mass = model.total_mass
-    return list(scale3(1 / mass, mass_moment(model, ops, X_0))) if mass != 0 else [0, 0, 0]   # masses >= 0, or symbols
+    if isinstance(mass, numbers.Number) and mass == 0:   # masses >= 0: nothing moves (parameters: symbols, arrays)
+        return [0, 0, 0]
+    return list(scale3(1 / mass, mass_moment(model, ops, X_0)))
 
 
 def potential_energy(model, ops, q):

@@ -189,6 +189,12 @@ def model_parameters(model, specs=()):
     return Parameters(model, tuple(_identifiers(names)), tuple(nominal), tuple(entries))
 
 
+def changes_kinematics(specs):
+    """Whether parameters `specs` move the robot's kinematics or gravity (gravity, origin:JOINT)
+    rather than only its inertias, armature and damping."""
+    return any(str(spec).strip().partition(":")[0].strip() in ("gravity", "origin") for spec in specs)
+
+
 def parameters_of(model):
     """The Parameters a model's generated functions take (Model.parameters; none: empty)."""
     return model_parameters(model, model.parameters)

@@ -13,7 +13,7 @@ from ..algorithms import (configuration, constrained, derivatives, kinematics, m
                           regressor, rnea_derivatives)
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
-from ..model.parameters import parameters_of
+from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
 from .spec import Counterpart, FunctionSpec, Variant, always, copied
@@ -208,7 +208,8 @@ FUNCTIONS += [
                  pinocchio=Counterpart("computeJointTorqueRegressor", ("q", "v", "a"), "regressor")),
     FunctionSpec("base_regressor", ("q", "v", "a"), lambda m: (m.nv, len(regressor.base_parameters(m).columns)),
                  regressor.base_regressor,
-                 "The regressor's base columns Y_b: Y_b beta = rnea(q, v, a), beta = base_parameters().", cost=9),
+                 "The regressor's base columns Y_b: Y_b beta = rnea(q, v, a), beta = base_parameters().", cost=9,
+                 kinematic_numbers=True),
     FunctionSpec("gravity_derivatives", ("q",), lambda m: (m.nv, m.nv), derivatives.gravity_derivatives,
                  "d g / dq (Pinocchio's computeGeneralizedGravityDerivatives).", cost=3,
                  pinocchio=Counterpart("computeGeneralizedGravityDerivatives", ("q",)),
@@ -310,10 +311,11 @@ def select(names=None, model=None, contacts=()):
     table = FUNCTIONS + (contact_functions(contacts) if contacts else [])
     singular = model is not None and model.massless_joints()
     parameters = model is not None and bool(model.parameters)
+    moving = model is not None and changes_kinematics(model.parameters)
     if names is None:
         big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
         return [f for f in table if f.default and not (singular and f.solves) and not (big and f.costly)
-                and (parameters or not f.parametric)]
+                and (parameters or not f.parametric) and not (moving and f.kinematic_numbers)]
     known = [f.name for f in table]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -323,6 +325,11 @@ def select(names=None, model=None, contacts=()):
     if unparametric:
         raise CodegenError(f"{unparametric[0]} is a derivative with respect to model parameters, and this build "
                            "has none; build with parameters=[...] (--parameters)")
+    fixed = [f.name for f in table if f.name in names and f.kinematic_numbers] if moving else []
+    if fixed:
+        raise CodegenError(f"{fixed[0]}: its base parameters are found on the model's kinematics and gravity as "
+                           f"numbers, and gravity or origin:JOINT are parameters of this build; build it without "
+                           "them, or use regressor")
     return [f for f in table if f.name in names]
 
 

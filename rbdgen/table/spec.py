@@ -77,6 +77,8 @@ class FunctionSpec:
                              # only one) and input to (derivative function, its part, first row of
                              # the part, "copy" or "rotation"); an input the source does not take is 0
     pinocchio: Counterpart = None
+    kinematic_numbers: bool = False   # found on the model's kinematics and gravity as numbers (the base
+                                      # parameters): not built with gravity or origin parameters
     parametric: bool = False  # its algorithm takes the parameters' values (`params`, last) rather than
                              # running on the model with them (rbdgen.algorithms.parameter_derivatives):
                              # a function of a model with parameters only, built by default for one
