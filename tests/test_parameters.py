@@ -847,3 +847,33 @@ def test_default_build_with_every_kind_of_parameter(folder):
     K, columns = inertial.base_parameter_map()
     assert_close("base regressor at params", inertial.base_regressor(s.q, s.v, s.a, params=p) @ (K @ p),
                  inertial.rnea(s.q, s.v, s.a, params=p), REL_TOL_PARAMS)
+
+
+def test_the_check_in_c_agrees_with_physical_py(ur5):
+    """The module tests parameters in C (rbdgen/bindings/physical.c) and says what fails with
+    rbdgen/model/physical.py: on random values near and across the boundary, a set is refused
+    exactly when physical.py refuses it (strict: check_params; not strict: aba's check)."""
+    rng = np.random.default_rng(97)
+    model = with_parameters(robot_model("ur5"), UR5_SPECS)
+    from rbdgen.model.parameters import parameters_of
+    params = parameters_of(model)
+    nominal = np.array(ur5.nominal_params)
+    refused = {True: 0, False: 0}
+    for k in range(300):
+        p = random_params(ur5, rng)
+        p[rng.integers(len(p))] += rng.normal(scale=10.0 ** rng.uniform(-6, 0)) * max(1.0, abs(nominal).max())
+        for strict in (True, False):
+            expected = physical_problem(params, p, strict)
+            try:
+                ur5._PARAMETERS.check(p, strict=strict)
+                got = None
+            except ValueError as error:
+                got = str(error)
+            assert (got is None) == (expected is None), (k, strict, got, expected)
+            refused[strict] += got is not None
+    assert refused[True] > 20 and refused[False] > 10, refused   # both answers were exercised
+
+
+def physical_problem(params, values, strict):
+    from rbdgen.model import physical
+    return physical.problem(values, params.bodies(), params.nonnegative(), params.names, strict)

@@ -107,14 +107,17 @@ def forces(f_ext, q, njoints, nq):
 
 class Parameters:
     """The module's model parameters (model.json's params): names, nominal values, and the
-    checks of the values a call gives."""
+    checks of the values a call gives. problem_in_c: the extension's rbdgen_<m>_params_problem
+    (params, n, first, strict) -> the first state from `first` on whose params are not
+    physical, -1 for none (rbdgen/bindings/physical.c); buffer: cffi's from_buffer."""
 
-    def __init__(self, meta):
+    def __init__(self, meta, problem_in_c, buffer):
         self.names = tuple(meta["names"])
         self.nominal = _np.array(meta["nominal"], dtype=_FLOAT)
         self.nominal.flags.writeable = False
         self.bodies, self.nonnegative = meta["bodies"], meta["nonnegative"]
-        self.checked = {}   # strict -> the bytes of the last values found physical: a loop with the same ones checks once
+        self.problem_in_c, self.buffer = problem_in_c, buffer
+        self.checked = {}   # strict -> the bytes of the last vector found physical: a loop with the same one checks once
 
     def take(self, args, solves):
         """Put the nominal values in for params=None (the last of `args`); True when params were
@@ -123,24 +126,36 @@ class Parameters:
         if args[-1] is None:
             args[-1] = self.nominal
             return False
-        values = _contact.real_array(args[-1], "params")
-        if values.shape[-1:] != self.nominal.shape or values.ndim > 2:
-            raise ValueError(f"params: expected ({len(self.names)},) or a batch (B, {len(self.names)}), got {values.shape}")
+        values = self.shaped(args[-1])
         if solves or not _np.isfinite(values).all():   # M positive definite: spatial inertias positive semidefinite
             self.check(values, strict=False)
         args[-1] = values
         return True
 
+    def shaped(self, values):
+        values = _contact.real_array(values, "params")
+        if values.shape[-1:] != self.nominal.shape or values.ndim > 2:
+            raise ValueError(f"params: expected ({len(self.names)},) or a batch (B, {len(self.names)}), got {values.shape}")
+        return values
+
     def check(self, values, strict):
         """ValueError (rbdgen.model.physical's line) unless `values` are physical; strict: with
-        the triangle inequality."""
-        values = _contact.real_array(values, "params")
-        if self.checked.get(strict) == values.tobytes():
+        the triangle inequality. The states are tested in C; physical.py says what fails."""
+        values = self.shaped(values)
+        key = values.tobytes() if values.ndim == 1 else None   # (a batch's bytes cost more than its check)
+        if key is not None and self.checked.get(strict) == key:
             return
-        problem = _physical.problem(values, self.bodies, self.nonnegative, self.names, strict)
-        if problem:
-            raise ValueError(problem)
-        self.checked[strict] = values.tobytes()
+        rows = _np.ascontiguousarray(values.reshape(-1, len(self.names)))
+        state = -1
+        while True:
+            state = self.problem_in_c(self.buffer("double[]", rows), len(rows), state + 1, int(strict))
+            if state < 0:
+                break
+            problem = _physical.problem(rows[state], self.bodies, self.nonnegative, self.names, strict)
+            if problem:   # (else the two differ by a rounding at the tolerance: physical.py decides)
+                raise ValueError((f"state {state} of the batch: " if values.ndim == 2 else "") + problem)
+        if key is not None:
+            self.checked[strict] = key
 
 
 def solved(rows):

@@ -178,12 +178,15 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     }
     if (f->nominal && params == NULL) {
         in[n] = nominal_params;
-    } else if (f->nominal) {   /* finite values here; a solve's physical check is the Python function's */
-        if (f->solves || (in[n] = vector_of(params, c->size_in[n])) == NULL)
+    } else if (f->nominal) {   /* finite values; for a solve, physical ones (rbdgen_physical.c): the Python
+                                  function says what is wrong with others */
+        if ((in[n] = vector_of(params, c->size_in[n])) == NULL)
             return PyObject_Vectorcall(fallback, args, nargs, kwnames);
         for (long k = 0; k < c->size_in[n]; ++k)
             if (!isfinite(in[n][k]))
                 return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+        if (f->solves && params_problem(in[n], 1, 0, c->size_in[n], 0) >= 0)
+            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     }
     if (f->scalar) {
         double value;
@@ -198,6 +201,12 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     c->eval(in, &out, -1);
+    if (params != NULL && f->solves)   /* M singular with these parameters: the Python function says so */
+        for (Py_ssize_t k = 0; k < f->out_size; ++k)
+            if (!isfinite(out[k])) {
+                Py_DECREF(flat);
+                return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+            }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
 }
 

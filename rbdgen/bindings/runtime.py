@@ -49,7 +49,7 @@ _DECLARED = contacts   # (the functions of contacts take a `contacts` argument o
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
 # The model parameters every function takes last, as `params` (rbdgen build --parameters): one
 # vector, or one per state of a batch; None (the default) means nominal_params.
-_PARAMETERS = _arguments.Parameters(_META["params"])
+_PARAMETERS = _arguments.Parameters(_META["params"], getattr(_lib, f"rbdgen_{_META['module']}_params_problem"), _buf)
 param_names, nominal_params = _PARAMETERS.names, _PARAMETERS.nominal
 _PARAMS = {"params": None} if param_names else {}   # the keyword the public functions pass on
 _FLOAT = _arguments._FLOAT

@@ -33,7 +33,7 @@ from .objects import BuildCache
 from .options import BuildOptions
 from .package import (BINDINGS, copy_binding, emit_cffi_source, link_extension, metadata,
                       python_extension_flags)
-from .render import (build_info_declaration, kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
+from .render import (build_info_declaration, params_problem_declaration, kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
 
@@ -276,13 +276,15 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     write_glue(f"{prefix}_casadi.c", render_casadi(module, header, api, [dict(sig, bodies=bodies) for sig in signatures],
                                                    model.nq == model.nv, frame_entries), GLUE_FLAGS)
     # the entry points' fixed code, which the rendered tables of calls.c include
-    for name in ("entry_points.c", "entry_points.h", "arrays.c"):
+    for name in ("entry_points.c", "entry_points.h", "arrays.c", "physical.c"):
         shutil.copyfile(os.path.join(BINDINGS, name), os.path.join(work, "rbdgen_" + name))
+    params = parameters_of(model)
     write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries,
-                                                 parameters_of(model).nominal),
+                                                 params.nominal, [i for _, i in params.bodies()], params.nonnegative()),
                python_extension_flags("-O2"))
     emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
-                      [build_info_declaration(module)] + [line for sig in signatures for line in sig["declarations"]])
+                      [build_info_declaration(module), params_problem_declaration(module)]
+                      + [line for sig in signatures for line in sig["declarations"]])
     # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
     # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
     glue[f"{extension}.c"] = python_extension_flags("-O0")

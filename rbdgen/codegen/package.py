@@ -79,9 +79,8 @@ def metadata(model, module, extension, datas, key, options, source, frames, cont
 
 def _parameters_json(model):
     params = parameters_of(model)
-    nonnegative = [k for k, (group, _, _) in enumerate(params.entries) if group in ("armature", "damping")]
     return {"specs": list(model.parameters), "names": list(params.names), "nominal": list(params.nominal),
-            "bodies": [[label, indices] for label, indices in params.bodies()], "nonnegative": nonnegative}
+            "bodies": [[label, indices] for label, indices in params.bodies()], "nonnegative": params.nonnegative()}
 
 
 def emit_cffi_source(work, extension, header, entry_points, declarations):

@@ -280,11 +280,16 @@ def render_info(module, header, info, frames, functions):
                 for name, body, placement in frames])
 
 
-def render_calls(module, header, functions, nq, nv, frames, nominal=()):
+def params_problem_declaration(module):
+    return f"long rbdgen_{module}_params_problem(const double *params, long n, long first, int strict)"
+
+
+def render_calls(module, header, functions, nq, nv, frames, nominal=(), bodies=(), nonnegative=()):
     """The direct entry points: every function of states (`direct`), every frame quantity by
     frame name and reference (frame_kinds), the points of frames (point_kinds) and the functions
     of the declared contacts. frames: [(name, body, placement)] in the module's order; nominal:
-    the model parameters' values, which a function of states takes when params is not given.
+    the model parameters' values, which a function of states takes when params is not given;
+    bodies and nonnegative: what rbdgen_params_problem checks (model.json's params).
     With parameters, the calls of frames, points and declared contacts are the Python
     functions' (which pass params on)."""
     direct = [fn for fn in functions if fn["direct"]]
@@ -294,7 +299,8 @@ def render_calls(module, header, functions, nq, nv, frames, nominal=()):
         max_inputs=max(len(fn["inputs"]) for fn in functions),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
-        nominal=[repr(float(x)) for x in nominal],
+        nominal=[repr(float(x)) for x in nominal], param_bodies=[list(b) for b in bodies],
+        param_nonnegative=list(nonnegative),
         references=REFERENCE_FRAMES, frames=[{"body": body, "placement": [repr(float(x)) for x in placement]} for _, body, placement in frames]
         if kinds else [], frame_kinds=kinds, point_kinds=points)
 

@@ -113,11 +113,14 @@ class Parameters:
         return [(f"link {full.body_names[index]!r}" if group == "inertia" else f"payload at frame {full.frames[index].name!r}",
                  indices) for (group, index), indices in found.items()]
 
+    def nonnegative(self):
+        """The indices of the parameters that must be >= 0 (armature, damping)."""
+        return [k for k, (group, _, _) in enumerate(self.entries) if group in ("armature", "damping")]
+
     def problem(self, values):
         """None when `values` ((np,) or a batch (B, np)) describe a physical robot, else one
         line naming the parameter (rbdgen.model.physical)."""
-        nonnegative = [k for k, (group, _, _) in enumerate(self.entries) if group in ("armature", "damping")]
-        return physical.problem(values, self.bodies(), nonnegative, self.names)
+        return physical.problem(values, self.bodies(), self.nonnegative(), self.names)
 
     def sample(self, rng, batch):
         """(batch, np) random physical values near the nominal ones (verification's): each link
