@@ -18,8 +18,9 @@ def map(function, *args, threads=1, **kwargs):
     states, lazily. Dask arrays are batches of inputs (B, n) (f_ext: (B, njoints, 6)), cut into
     chunks along B only (all as the first one's), and so are NumPy arrays of two or more
     dimensions with B rows (without a Dask array: any NumPy array of two); every other argument
-    (a frame's name, a point, dt, reference=...) is the same for every state. Returns what the function returns for
-    a batch, as Dask arrays: an array, a tuple of them, or (B,) for a number. threads: OpenMP
+    (a frame's name, a point, dt, reference=...) is the same for every state. A keyword argument that
+    is a Dask array is a batch too (params=: one set of model parameters per state). Returns what
+    the function returns for a batch, as Dask arrays: an array, a tuple of them, or (B,) for a number. threads: OpenMP
     threads of each chunk's call (1: Dask's workers are the parallelism)."""
     import dask
     import dask.array as da
@@ -31,9 +32,11 @@ def map(function, *args, threads=1, **kwargs):
     count = args[lazy[0]].shape[0] if lazy else None
     batched = [k for k, x in enumerate(args) if k in lazy or (
         isinstance(x, np.ndarray) and (x.ndim == 2 if count is None else x.ndim >= 2 and len(x) == count))]
+    batched += [name for name, x in kwargs.items() if isinstance(x, da.Array)]   # params=, by keyword
     if not batched:
         raise ValueError("rbdgen.dask.map: no batch of states among the arguments; give (B, n) Dask or NumPy arrays")
-    arrays = [args[k] if isinstance(args[k], da.Array) else da.from_array(args[k]) for k in batched]
+    given = lambda k: args[k] if isinstance(k, int) else kwargs[k]
+    arrays = [given(k) if isinstance(given(k), da.Array) else da.from_array(given(k)) for k in batched]
     for k, x in zip(batched, arrays):
         if x.ndim < 2:
             raise ValueError(f"rbdgen.dask.map: argument {k} has shape {x.shape}; a batch of states is (B, n)")
@@ -63,8 +66,11 @@ class _Chunk:
 
     def __init__(self, function, args, batched, kwargs, threads):
         self.function, self.args, self.batched, self.kwargs = function, list(args), batched, dict(kwargs)
-        for k in batched:
-            self.args[k] = None   # the chunk's, at each call (and not shipped with every task)
+        for k in batched:   # the chunk's, at each call (and not shipped with every task)
+            if isinstance(k, int):
+                self.args[k] = None
+            else:
+                del self.kwargs[k]
         if _takes_threads(function):
             self.kwargs["threads"] = threads
 
@@ -75,10 +81,13 @@ class _Chunk:
         return pickle.dumps(self.function), self.args, sorted(self.kwargs.items())
 
     def __call__(self, *chunks):
-        args = list(self.args)
+        args, kwargs = list(self.args), dict(self.kwargs)
         for k, chunk in zip(self.batched, chunks):
-            args[k] = chunk
-        return self.function(*args, **self.kwargs)
+            if isinstance(k, int):
+                args[k] = chunk
+            else:
+                kwargs[k] = chunk
+        return self.function(*args, **kwargs)
 
 
 def _takes_threads(function):

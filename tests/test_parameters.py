@@ -877,3 +877,19 @@ def test_the_check_in_c_agrees_with_physical_py(ur5):
 def physical_problem(params, values, strict):
     from rbdgen.model import physical
     return physical.problem(values, params.bodies(), params.nonnegative(), params.names, strict)
+
+
+def test_dask_takes_params_per_state(ur5):
+    """rbdgen.dask.map batches a Dask array given as params= as it does the states, and a module
+    with parameters pickles (Dask's workers get it by its folder)."""
+    da = pytest.importorskip("dask.array")
+    import pickle
+    import rbdgen.dask
+    s = State("ur5", 98, batch=40)
+    P = np.stack([random_params(ur5, s.rng) for _ in range(40)])
+    lazy = rbdgen.dask.map(ur5.aba, da.from_array(s.q, chunks=16), s.v, s.tau, params=da.from_array(P, chunks=16))
+    assert_close("dask aba with params per state", lazy.compute(scheduler="threads"),
+                 ur5.aba(s.q, s.v, s.tau, params=P), REL_TOL_SAME_CODE)
+    assert pickle.loads(pickle.dumps(ur5)) is ur5
+    assert_close("a pickled function with params", pickle.loads(pickle.dumps(ur5.rnea))(s.q[0], s.v[0], s.a[0], params=P[0]),
+                 ur5.rnea(s.q[0], s.v[0], s.a[0], params=P[0]), REL_TOL_SAME_CODE)
