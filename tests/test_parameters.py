@@ -499,6 +499,16 @@ def test_spec_errors_name_the_link():
                  REL_TOL_ORDER)
 
 
+def assert_joint_space(label, module, key, s, p):
+    """rnea, crba and aba at parameters p against Pinocchio's model with them."""
+    pm = pinocchio_with(key, module.param_names, p)
+    pd = pm.createData()
+    assert_close(f"{label} rnea", module.rnea(s.q, s.v, s.a, params=p), pin.rnea(pm, pd, s.qp, s.v, s.a), REL_TOL_PARAMS)
+    assert_close(f"{label} crba", module.crba(s.q, params=p), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
+    assert_close(f"{label} aba", module.aba(s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau),
+                 REL_TOL_PARAMS)
+
+
 # ================================================================= Panda payload ============
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -507,12 +517,7 @@ def test_panda_payload(panda, seed):
     p = random_params(panda, s.rng)
     assert list(panda.param_names) == [f"{w}_payload_panda_hand" for w in WHAT]
     assert not panda.nominal_params.any()
-    pm = pinocchio_with("panda", panda.param_names, p)
-    pd = pm.createData()
-    assert_close("payload rnea", panda.rnea(s.q, s.v, s.a, params=p), pin.rnea(pm, pd, s.qp, s.v, s.a), REL_TOL_PARAMS)
-    assert_close("payload crba", panda.crba(s.q, params=p), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
-    assert_close("payload aba", panda.aba(s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau),
-                 REL_TOL_PARAMS)
+    assert_joint_space("payload", panda, "panda", s, p)
     # the payload matters: not the nominal answer
     assert not np.allclose(panda.rnea(s.q, s.v, s.a, params=p), panda.rnea(s.q, s.v, s.a), rtol=1e-6)
 
@@ -593,12 +598,7 @@ def test_solo12_inertias(solo, seed):
     s = State("solo12", 70 + seed)
     p = random_params(solo, s.rng)
     assert len(p) == 10 * robot_model("solo12").nbodies
-    pm = pinocchio_with("solo12", solo.param_names, p)
-    pd = pm.createData()
-    assert_close("solo12 rnea", solo.rnea(s.q, s.v, s.a, params=p), pin.rnea(pm, pd, s.qp, s.v, s.a), REL_TOL_PARAMS)
-    assert_close("solo12 crba", solo.crba(s.q, params=p), crba_full(pm, pd, s.qp), REL_TOL_PARAMS)
-    assert_close("solo12 aba", solo.aba(s.q, s.v, s.tau, params=p), pin.aba(pm, pd, s.qp, s.v, s.tau),
-                 REL_TOL_PARAMS)
+    assert_joint_space("solo12", solo, "solo12", s, p)
 
 
 # ================================================================= batches and defaults =====
@@ -827,6 +827,24 @@ def test_cli_info_parameters():
     assert bad.stderr.strip().count("\n") == 0 and "wrist_3_link" in bad.stderr, bad.stderr
 
 
+def test_cli_build_and_verify_with_parameters(folder):
+    """rbdgen build --parameters, as users run it: the module takes params and equals Pinocchio's
+    changed model; rbdgen verify of its folder compares it at random parameters."""
+    out = str(folder / "cli")
+    done = run_cli("build", robot_path("ur5"), "-o", out, "--name", "ur5_cli", "--parameters", "gravity",
+                   "--parameters", "payload:tool0", "--algorithms", "rnea,aba")
+    assert done.returncode == 0, done.stderr
+    module = rbdgen.load(os.path.join(out, "ur5_cli"))
+    assert module.param_names[:2] == ("g_x", "g_y") and len(module.param_names) == 13
+    s = State("ur5", 99)
+    p = random_params(module, s.rng)
+    pm = pinocchio_with("ur5", module.param_names, p)
+    assert_close("cli-built rnea", module.rnea(s.q, s.v, s.a, params=p), pin.rnea(pm, pm.createData(), s.qp, s.v, s.a),
+                 REL_TOL_PARAMS)
+    verified = run_cli("verify", os.path.join(out, "ur5_cli"))
+    assert verified.returncode == 0 and "MISMATCH" not in verified.stdout, verified.stdout + verified.stderr
+
+
 # ================================================================= default builds ============
 
 def test_default_build_with_every_kind_of_parameter(folder):
@@ -863,7 +881,7 @@ def test_the_check_in_c_agrees_with_physical_py(ur5):
         p = random_params(ur5, rng)
         p[rng.integers(len(p))] += rng.normal(scale=10.0 ** rng.uniform(-6, 0)) * max(1.0, abs(nominal).max())
         for strict in (True, False):
-            expected = physical_problem(params, p, strict)
+            expected = params.problem(p, strict)
             try:
                 ur5._PARAMETERS.check(p, strict=strict)
                 got = None
@@ -873,10 +891,6 @@ def test_the_check_in_c_agrees_with_physical_py(ur5):
             refused[strict] += got is not None
     assert refused[True] > 20 and refused[False] > 10, refused   # both answers were exercised
 
-
-def physical_problem(params, values, strict):
-    from rbdgen.model import physical
-    return physical.problem(values, params.bodies(), params.nonnegative(), params.names, strict)
 
 
 def test_dask_takes_params_per_state(ur5):

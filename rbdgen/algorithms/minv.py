@@ -11,10 +11,9 @@ a 6-DoF root joint here, which is seed 001's Algorithm 2.
 """
 
 from ..spatial import combine, project
-from ..spatial import add66, matrix_apply
-from .aba import _subtract_projection, aba, articulated_inertias, check_invertible
+from .aba import aba, articulated_inertias, check_invertible
 from .kinematics import body_placements, joint_kinematics, root_frame_placements
-from .linalg import matvec, symmetric_inverse
+from .linalg import matvec
 
 
 def minv(model, ops, q):
@@ -46,9 +45,9 @@ def minv_across_branches(model, ops, q):
     each one dot product: see _impulse_passes_across."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
-    U, Dinv = _articulated_inertias_in_body_coordinates(model, ops, kin)
-    return _impulse_passes_across(model, ops, [k.S for k in kin], U, Dinv,
-                                  lambda i, f: kin[i].X_up.inv_apply_force(f), lambda i, m: kin[i].X_up.apply_motion(m))
+    _, U, Dinv, _ = articulated_inertias(model, ops, kin, exact_zeros=True)
+    return _impulse_passes(model, ops, [k.S for k in kin], U, Dinv, lambda i, f: kin[i].X_up.inv_apply_force(f),
+                           lambda i, m: kin[i].X_up.apply_motion(m), across=True)
 
 
 def minv_across_branches_in_fixed_frame(model, ops, q):
@@ -58,114 +57,7 @@ def minv_across_branches_in_fixed_frame(model, ops, q):
     X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
     S = [ops.let("Sw", i, [X[i].inv_apply_motion(s) for s in k.S]) for i, k in enumerate(kin)]
     _, U, Dinv, _ = articulated_inertias(model, ops, kin, (X, S))
-    return _impulse_passes_across(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m)
-
-
-def _impulse_passes_across(model, ops, S, U, Dinv, force_to_parent, motion_from_parent):
-    """Seed 001's two passes with the forward pass cut to the subtrees.
-
-    Let r be a coordinate of body i and c >= r one outside i's subtree (a later branch), g
-    the deepest common ancestor of their bodies and h g's child above i. The impulse on c
-    reaches i's branch only through g's acceleration P[g][c], to which h's subtree (at rest,
-    no other impulse) responds with r's acceleration K_r P[g][c]. The backward pass already
-    holds K_r: the impulse F[g][r] that a unit impulse on r passes to g with g held is
-    -K_r^T (the subtree's inertia [[M_gg, M_gq], [M_qg, M_qq]] gives K = -M_qq^-1 M_qg for
-    the one and M_gq M_qq^-1 e_r for the other). So M^-1[r, c] = -F[g][r] . P[g][c]: 11
-    operations instead of a motion carried down the whole branch, and the forward pass
-    carries P[i][c] only for the columns c of i's children's subtrees. On a chain nothing
-    changes; a floating base's legs and arms are branches."""
-    n, nv = model.nbodies, model.nv
-    subtree_end = _subtree_ends(model)
-    body_of = [i for i, j in enumerate(model.joints) for _ in range(j.nv)]
-    Minv = [[0] * nv for _ in range(nv)]
-    # W = X^T U, the joint's U in its parent's coordinates: once per body, it serves the
-    # joint's own columns in both passes (no impulse or acceleration of theirs is carried
-    # across the joint one by one)
-    W = [None if model.parent[i] < 0 else ops.let("W", i, [force_to_parent(i, Uk) for Uk in U[i]]) for i in range(n)]
-    F = [dict() for _ in range(n)]            # impulses passed up, by column
-    for i in reversed(range(n)):
-        joint = model.joints[i]
-        rows = range(joint.idx_v, joint.idx_v + joint.nv)
-        for c in range(joint.idx_v, subtree_end[i]):
-            unit = [1 if r == c else 0 for r in rows]
-            f = F[i].get(c)
-            u = unit if f is None else [e - x for e, x in zip(unit, project(S[i], f))]
-            x = ops.let("Mb", i, matvec(Dinv[i], u))
-            for r, value in zip(rows, x):
-                Minv[r][c] = value
-            p = model.parent[i]
-            if p >= 0:
-                # a column of the joint's own: U x carried across the joint is W x
-                up = combine(W[i], x) if f is None else force_to_parent(i, f + combine(U[i], x))
-                up = ops.let("Fi", i, up)
-                F[p][c] = up if c not in F[p] else F[p][c] + up
-    P = [dict() for _ in range(n)]            # accelerations of the body, by column of its children's subtrees
-    for i in range(n):
-        joint = model.joints[i]
-        rows = range(joint.idx_v, joint.idx_v + joint.nv)
-        p = model.parent[i]
-        for c in range(joint.idx_v, subtree_end[i]):
-            if p >= 0 and c < joint.idx_v + joint.nv:       # U^T X P = W^T P
-                correction = matvec(Dinv[i], [P[p][c].dot(Wk) for Wk in W[i]])
-                for r, value in zip(rows, correction):
-                    Minv[r][c] = Minv[r][c] - value
-            elif p >= 0:
-                a = motion_from_parent(i, P[p][c])
-                correction = matvec(Dinv[i], [a.dot(Uk) for Uk in U[i]])
-                for r, value in zip(rows, correction):
-                    Minv[r][c] = Minv[r][c] - value
-            column = ops.let("Mf", i, [Minv[r][c] for r in rows])
-            for r, value in zip(rows, column):
-                Minv[r][c] = value
-            if c >= joint.idx_v + joint.nv:
-                acc = combine(S[i], column)
-                P[i][c] = ops.let("P", i, acc if p < 0 else a + acc)
-        for c in range(subtree_end[i], nv):
-            g = _common_ancestor(model, i, body_of[c])
-            for r in rows:
-                Minv[r][c] = ops.let("Mx", i, -P[g][c].dot(F[g][r]))
-    for r in range(nv):
-        for c in range(r):
-            Minv[r][c] = Minv[c][r]
-    return Minv
-
-
-def _articulated_inertias_in_body_coordinates(model, ops, kin):
-    """aba.articulated_inertias' U and D^-1 in body coordinates, where I^a = I^A - U D^-1 U^T,
-    which has I^a S = 0 (without armature, which D has and I^A not), gets exact zeros in the rows and columns of a motion subspace along
-    a coordinate axis (a revolute or prismatic joint about x, y or z of its body): computed
-    as IA[k][l] - U_k U_l / D they are rounding, and they cost their operations and those of
-    the transform to the parent that they enter."""
-    n = model.nbodies
-    IA = [I.matrix() for I in model.inertia]
-    U, Dinv = [None] * n, [None] * n
-    for i in reversed(range(n)):
-        S = kin[i].S
-        IA[i] = ops.let("IA", i, IA[i])
-        U[i] = ops.let("U", i, [matrix_apply(IA[i], s) for s in S])
-        D = [[s.dot(Uc) for Uc in U[i]] for s in S]
-        armature = model.joint_armature(model.joints[i])
-        for k, rotor in enumerate(armature):
-            D[k][k] = D[k][k] + rotor
-        Dinv[i] = ops.let("Dinv", i, symmetric_inverse(D, lambda name, value: ops.let(name, i, value)))
-        p = model.parent[i]
-        if p >= 0:
-            Ia = _subtract_projection(IA[i], U[i], Dinv[i])
-            axes = [k for k in (_unit_axis(s) for s in S) if k is not None]
-            if len(axes) == len(S) and all(isinstance(a, (int, float)) and a == 0 for a in armature):
-                Ia = tuple(tuple(0 if r in axes or c in axes else Ia[r][c] for c in range(6)) for r in range(6))
-            Ia = ops.let("Ia", i, Ia)
-            IA[p] = add66(IA[p], kin[i].X_up.matrix_to_parent(Ia))
-    return U, Dinv
-
-
-def _unit_axis(s):
-    """k when the motion s is the k-th coordinate vector (entries of 6), else None."""
-    e = s.entries()
-    nonzero = [k for k, x in enumerate(e) if not (isinstance(x, (int, float)) and x == 0)]
-    if len(nonzero) == 1 and isinstance(e[nonzero[0]], (int, float)) and e[nonzero[0]] == 1:
-        return nonzero[0]
-    return None
+    return _impulse_passes(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m, across=True)
 
 
 def has_branches(model):
@@ -186,18 +78,33 @@ def _common_ancestor(model, i, j):
 
 
 
-def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent):
+def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent, across=False):
     """Seed 001's two passes; `force_to_parent(i, f)` and `motion_from_parent(i, m)` carry a
-    vector across joint i (identities when everything is in one frame)."""
+    vector across joint i (identities when everything is in one frame).
+
+    across: the forward pass cut to the subtrees. Let r be a coordinate of body i and c >= r
+    one outside i's subtree (a later branch), g the deepest common ancestor of their bodies and
+    h g's child above i. The impulse on c reaches i's branch only through g's acceleration
+    P[g][c], to which h's subtree (at rest, no other impulse) responds with r's acceleration
+    K_r P[g][c]. The backward pass already holds K_r: the impulse F[g][r] that a unit impulse
+    on r passes to g with g held is -K_r^T (the subtree's inertia [[M_gg, M_gq], [M_qg, M_qq]]
+    gives K = -M_qq^-1 M_qg for the one and M_gq M_qq^-1 e_r for the other). So M^-1[r, c] =
+    -F[g][r] . P[g][c]: 11 operations instead of a motion carried down the whole branch, and
+    the forward pass carries P[i][c] only for the columns c of i's children's subtrees. On a
+    chain nothing changes; a floating base's legs and arms are branches. The joint's own
+    columns then use W = X^T U, the joint's U in its parent's coordinates, once per body in
+    both passes (no impulse or acceleration of theirs is carried across the joint one by one)."""
     n, nv = model.nbodies, model.nv
     subtree_end = _subtree_ends(model)
+    body_of = [i for i, j in enumerate(model.joints) for _ in range(j.nv)]   # by velocity coordinate
     Minv = [[0] * nv for _ in range(nv)]
+    W = [ops.let("W", i, [force_to_parent(i, Uk) for Uk in U[i]]) if across and model.parent[i] >= 0 else None
+         for i in range(n)]
     F = [dict() for _ in range(n)]            # impulses passed up, by column
     for i in reversed(range(n)):
         joint = model.joints[i]
         rows = range(joint.idx_v, joint.idx_v + joint.nv)
-        columns = range(joint.idx_v, subtree_end[i])
-        for c in columns:
+        for c in range(joint.idx_v, subtree_end[i]):
             unit = [1 if r == c else 0 for r in rows]
             f = F[i].get(c)
             u = unit if f is None else [e - x for e, x in zip(unit, project(S[i], f))]
@@ -206,26 +113,37 @@ def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent)
                 Minv[r][c] = value
             p = model.parent[i]
             if p >= 0:
-                impulse = combine(U[i], x) if f is None else f + combine(U[i], x)
-                up = ops.let("Fi", i, force_to_parent(i, impulse))
+                if W[i] is not None and f is None:   # a column of the joint's own: U x carried across is W x
+                    up = combine(W[i], x)
+                else:
+                    up = force_to_parent(i, combine(U[i], x) if f is None else f + combine(U[i], x))
+                up = ops.let("Fi", i, up)
                 F[p][c] = up if c not in F[p] else F[p][c] + up
     P = [dict() for _ in range(n)]            # accelerations of the body, by column
     for i in range(n):
         joint = model.joints[i]
         rows = range(joint.idx_v, joint.idx_v + joint.nv)
+        own = joint.idx_v + joint.nv
         p = model.parent[i]
-        for c in range(joint.idx_v, nv):
+        for c in range(joint.idx_v, subtree_end[i] if across else nv):
             if p >= 0:
-                a = motion_from_parent(i, P[p][c])
-                correction = matvec(Dinv[i], [a.dot(Uk) for Uk in U[i]])
+                if across and c < own:               # U^T X P = W^T P
+                    correction = matvec(Dinv[i], [P[p][c].dot(Wk) for Wk in W[i]])
+                else:
+                    a = motion_from_parent(i, P[p][c])
+                    correction = matvec(Dinv[i], [a.dot(Uk) for Uk in U[i]])
                 for r, value in zip(rows, correction):
                     Minv[r][c] = Minv[r][c] - value
             column = ops.let("Mf", i, [Minv[r][c] for r in rows])
             for r, value in zip(rows, column):
                 Minv[r][c] = value
-            if _has_children(model, i):
+            if c >= own if across else _has_children(model, i):
                 acc = combine(S[i], column)
                 P[i][c] = ops.let("P", i, acc if p < 0 else a + acc)
+        for c in range(subtree_end[i], nv if across else 0):   # the later branches'
+            g = _common_ancestor(model, i, body_of[c])
+            for r in rows:
+                Minv[r][c] = ops.let("Mx", i, -P[g][c].dot(F[g][r]))
     for r in range(nv):
         for c in range(r):
             Minv[r][c] = Minv[c][r]

@@ -128,7 +128,7 @@ class Parameters:
             return False
         values = self.shaped(args[-1])
         if solves or not _np.isfinite(values).all():   # M positive definite: spatial inertias positive semidefinite
-            self.check(values, strict=False)
+            self.checked_values(values, strict=False)
         args[-1] = values
         return True
 
@@ -141,7 +141,10 @@ class Parameters:
     def check(self, values, strict):
         """ValueError (rbdgen.model.physical's line) unless `values` are physical; strict: with
         the triangle inequality. The states are tested in C; physical.py says what fails."""
-        values = self.shaped(values)
+        self.checked_values(self.shaped(values), strict)
+
+    def checked_values(self, values, strict):
+        """check, for values already shaped."""
         key = values.tobytes() if values.ndim == 1 else None   # (a batch's bytes cost more than its check)
         if key is not None and self.checked.get(strict) == key:
             return

@@ -235,7 +235,7 @@ class Bridge:
         if name in m._META["points"]:
             return m._contact.point_function(name, m._META["points"][name], evaluate, keywords=keywords)
         row = next(row for row in m._META["functions"].values() if row["family"] == name)
-        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n not in ("placement", "params")],
+        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n not in row["shared"] + row["broadcast"]],
                                          row["default_reference"], row["family_doc"], evaluate, m._REFERENCES,
                                          keywords=keywords)
 
@@ -451,9 +451,7 @@ def _refuse_derivative(function, public, m, per_body=False):
 def _params(m, params):
     """The model parameters a generated function takes last: none for a module without them,
     nominal_params for None."""
-    if params is not None and not m.param_names:
-        raise ValueError("params: this module has no model parameters; build it with --parameters")
-    return (m.nominal_params if params is None else params,) if m.param_names else ()
+    return (m.nominal_params if params is None else params,) if m._keywords(params) else ()   # (its check)
 
 
 def _with_frame(placement, rule, m, public):

@@ -284,7 +284,8 @@ _KEYWORDS = tuple(_PARAMS.items()) + (("out", None), ("threads", 0))
 for _fname, _row in _META["functions"].items():
     if _row["per_body"] and _row["family"] not in globals():
         globals()[_row["family"]] = _contact.frame_function(
-            _row["family"], [n for n, _ in _row["inputs"] if n not in ("placement", "params")], _row["default_reference"],
+            _row["family"], [n for n, _ in _row["inputs"] if n not in _row["shared"] + _row["broadcast"]],
+            _row["default_reference"],
             _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS, module=__name__)
 for _name, _point in _META["points"].items():
     if f"{_point['family']}_{_point['reference']}" in _META["functions"]:

@@ -117,10 +117,10 @@ class Parameters:
         """The indices of the parameters that must be >= 0 (armature, damping)."""
         return [k for k, (group, _, _) in enumerate(self.entries) if group in ("armature", "damping")]
 
-    def problem(self, values):
+    def problem(self, values, strict=True):
         """None when `values` ((np,) or a batch (B, np)) describe a physical robot, else one
-        line naming the parameter (rbdgen.model.physical)."""
-        return physical.problem(values, self.bodies(), self.nonnegative(), self.names)
+        line naming the parameter (rbdgen.model.physical; strict: with the triangle inequality)."""
+        return physical.problem(values, self.bodies(), self.nonnegative(), self.names, strict)
 
     def sample(self, rng, batch):
         """(batch, np) random physical values near the nominal ones (verification's): each link
