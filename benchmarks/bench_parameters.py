@@ -4,8 +4,8 @@ to the module built without them, in one run.
 
 - cold builds (fresh folders, no compiled-object cache) of the same functions, with and without;
 - batches in C on one thread (B states through the Python function, whose overhead is a few
-  microseconds per call): no parameters, one params vector for the whole batch (copied to each
-  state), and one set per state (random physical values), medians of --rounds alternations;
+  microseconds per call): no parameters, one params vector for the whole batch (the C batch
+  reads it for every state: params_shared), and one set per state (random physical values), medians of --rounds alternations;
 - operation counts of each function, with and without.
 
 The single-call speed against Pinocchio is bench_c.py --parameters.

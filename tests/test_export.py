@@ -14,6 +14,7 @@ import pytest
 
 import rbdgen
 from rbdgen.algorithms import constrained
+from rbdgen.model.parameters import with_parameters
 from rbdgen.table import functions as fn_table
 from rbdgen.codegen.cprinter import c_string
 from rbdgen.errors import BuildError
@@ -28,9 +29,10 @@ WARNINGS = "-Wall -Wextra -Werror"
 
 # Each robot with a small set of functions that covers every shape of C the generator writes:
 # one program and programs in parts (rnea_derivatives), a frame's per-body dispatch, a scalar,
-# inputs shared by a batch (dt, damping), declared contacts.
+# inputs shared by a batch (dt, damping), declared contacts, model parameters (Panda's: one
+# set per state in a batch, and one set for all).
 EXPORTS = {
-    "panda": dict(frame="panda_hand", contacts=None,
+    "panda": dict(frame="panda_hand", contacts=None, parameters=["payload:panda_hand", "gravity"],
                   algorithms=["rnea", "nle", "crba", "aba", "minv", "rnea_derivatives", "frame_placement",
                               "frame_jacobian_world", "kinetic_energy", "integrate", "com"]),
     "solo12": dict(frame="FL_FOOT", contacts=["FL_FOOT:3d", "FR_FOOT:3d", "HL_FOOT:3d", "HR_FOOT:3d"],
@@ -102,9 +104,15 @@ class Export:
             for a, s in args:
                 count = s if a in fn_table_shared() else STATES * s
                 lines.append(f"        take({a}_n, {count});")
-            batch_call = ", ".join("placement" if a == "placement" else f"{a}_n" for a, _ in f["inputs"])
+            batch_call = ", ".join("placement" if a == "placement" else f"{a}_n, 0" if a in fn_table_broadcast()
+                                   else f"{a}_n" for a, _ in f["inputs"])
             lines.append(f"        rbdgen_{m}_{name}_batch({STATES}, 2, {lead}{batch_call}, o_n);")
             lines.append(f"        give(o_n, {STATES * size});")
+            if any(a in fn_table_broadcast() for a, _ in f["inputs"]):   # the last state's params for all
+                one_set = ", ".join("placement" if a == "placement" else f"{a}, 1" if a in fn_table_broadcast()
+                                    else f"{a}_n" for a, _ in f["inputs"])
+                lines.append(f"        rbdgen_{m}_{name}_batch({STATES}, 2, {lead}{one_set}, o_n);")
+                lines.append(f"        give(o_n, {STATES * size});")
             lines.append("    }")
         lines += ["    fclose(in);", "    return fclose(out) == 0 ? 0 : 6;", "}", ""]
         return "\n".join(lines)
@@ -123,9 +131,14 @@ class Export:
         for name, f in self.functions():
             spec = fn_table.lookup(name, self.contacts)
             size = int(np.prod(f["shape"]))
-            expected = double_values(self.model, spec, {a: self.inputs[a] for a in spec.inputs},
-                                     self.body if spec.per_body else None).reshape(STATES, size)
-            for label in ("single", "batch"):
+            inputs = {a: self.inputs[a] for a in spec.arguments(self.model)}
+            expected = {label: double_values(self.model, spec, inputs, self.body if spec.per_body else None)
+                        .reshape(STATES, size) for label in ("single", "batch")}
+            if "params" in inputs:   # then the batch with the last state's params for every state
+                inputs["params"] = np.tile(inputs["params"][-1], (STATES, 1))
+                expected["shared"] = double_values(self.model, spec, inputs, self.body if spec.per_body else None
+                                                   ).reshape(STATES, size)
+            for label, expected in expected.items():
                 actual = got[offset:offset + STATES * size].reshape(STATES, size)
                 offset += STATES * size
                 scale = max(1.0, np.abs(expected).max())
@@ -145,6 +158,11 @@ def fn_table_shared():
     return [name for name, row in INPUTS.items() if row.shared]
 
 
+def fn_table_broadcast():
+    from rbdgen.table.inputs import INPUTS
+    return [name for name, row in INPUTS.items() if row.broadcast]
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """robot -> Export: exported once, built with gcc at -Wall -Wextra -Werror and installed."""
@@ -155,11 +173,12 @@ def exported(tmp_path_factory):
             options = EXPORTS[robot]
             root = tmp_path_factory.mktemp(f"export_{robot}")
             folder = rbdgen.export(robot_path(robot), str(root / "lib"), floating_base=ROBOTS[robot][1],
-                                   algorithms=options["algorithms"], contacts=options["contacts"])
+                                   algorithms=options["algorithms"], contacts=options["contacts"],
+                                   parameters=options.get("parameters", ()))
             cmake_build(folder, root / "build", install=root / "prefix", cc="gcc")
             with open(os.path.join(folder, "model.json"), encoding="utf-8") as f:
                 meta = json.load(f)
-            model = robot_model(robot)
+            model = with_parameters(robot_model(robot), options.get("parameters", ()))
             contacts = constrained.parse_contacts(model, options["contacts"] or ())
             made[robot] = Export(robot, folder, str(root / "prefix"), model, meta, options["frame"], contacts)
         return made[robot]
@@ -304,6 +323,6 @@ def test_casadi_loads_the_installed_library(exported):
     for name in ("rnea", "crba"):
         spec = fn_table.lookup(name, [])
         f = casadi.external(f"{export.meta['module']}_{name}", library)
-        got = np.array(f(*(x[n][0] for n in spec.inputs)))
-        want = double_values(model, spec, {n: x[n] for n in spec.inputs})[0]
+        got = np.array(f(*(x[n][0] for n in spec.arguments(model))))   # params last
+        want = double_values(model, spec, {n: x[n] for n in spec.arguments(model)})[0]
         assert np.abs(got.reshape(want.shape) - want).max() <= 1e-12 * max(1.0, np.abs(want).max()), name

@@ -633,14 +633,18 @@ def test_batch_params_per_state_threads(ur5):
 
 
 def test_batch_params_shared(ur5):
-    """params (np,) with a batch: the same as each state's copy (B, np)."""
-    s = State("ur5", 81, batch=B)
+    """params (np,) with a batch (the C batch reads it for every state: params_shared, no copy):
+    the same as each state's copy (B, np), on vectors of states and on the last few alone."""
+    count = 19   # two vectors of 8 states and three alone, or more vectors of fewer lanes
+    s = State("ur5", 81, batch=count)
     p = random_params(ur5, s.rng, origins=True)
     shared = ur5_calls(ur5, s.q, s.v, s.a, s.tau, p)
-    copies = ur5_calls(ur5, s.q, s.v, s.a, s.tau, np.tile(p, (B, 1)))
+    copies = ur5_calls(ur5, s.q, s.v, s.a, s.tau, np.tile(p, (count, 1)))
     for what in shared:
-        assert shared[what].shape[0] == B
+        assert shared[what].shape[0] == count
         assert_close(f"{what} shared params", shared[what], copies[what], REL_TOL_SAME_CODE)
+    assert_close("aba shared params, two threads", ur5.aba(s.q, s.v, s.tau, params=p, threads=2), copies["aba"],
+                 REL_TOL_SAME_CODE)
 
 
 def test_default_params_are_nominal_and_the_plain_module(ur5, ur5_plain):

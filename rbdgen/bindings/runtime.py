@@ -123,14 +123,17 @@ class _Function:
         first = self.first
         if _is_batch(args[first], self.sizes[first], self.names[first]):
             count = args[first].shape[0]
+            c_args = []
             for k, (name, n) in enumerate(zip(self.names, self.sizes)):
-                if self.broadcast[k] and _np.ndim(args[k]) == 1:   # one for every state: copied to each
-                    args[k] = _np.ascontiguousarray(_np.broadcast_to(_vector(args[k], n, name), (count, n)))
+                one = self.broadcast[k] and _np.ndim(args[k]) == 1   # one for every state (<name>_shared)
+                if one:
+                    args[k] = _vector(args[k], n, name)
                 elif not self.shared[k]:
                     args[k] = _batch(args[k], n, name, None if k == first else count)
+                c_args += [_buf(_D, args[k])] + ([int(one)] if self.broadcast[k] else [])
             out, target = _output(out, (count,) + (() if self.scalar else self.shape), tuple(args))
             if count:
-                self.batch(count, threads, *lead, *[_buf(_D, x) for x in args], _buf(_D, target))
+                self.batch(count, threads, *lead, *c_args, _buf(_D, target))
             if checked and self.solves:
                 _arguments.solved(target.reshape(count, -1))
             settled = _settled(out, target)

@@ -48,7 +48,7 @@ def signature(module, spec, model):
         # `batched`: a batch call advances it state by state (q, v, ...); the others
         # (a frame's placement) hold for every state of the batch
         "inputs": inputs,
-        "declarations": declarations(cname, spec.per_body, [x["name"] for x in inputs]),
+        "declarations": declarations(cname, spec.per_body, inputs),
         "kind": spec.kind,
         "per_body": spec.per_body,
         # a function of a frame: its public function, this program's reference frame, the default one
@@ -79,10 +79,14 @@ UNIFORM_BATCH = "(long n, int threads, const double *const *in, double *const *o
 def declarations(cname, per_body, inputs):
     """The C prototypes of a generated function: named and typed (for C users), its _batch
     form, and its uniform entry _eval and _eval_batch. The public header prints them and
-    cffi's declarations are these, so the two cannot differ."""
+    cffi's declarations are these, so the two cannot differ. In the _batch form an input that
+    may be one for every state (`broadcast`: the model parameters) is followed by a flag,
+    `<name>_shared` (1: one for the whole batch, 0: one per state)."""
     body = "long body, " if per_body else ""
-    named = "".join(f"const double *{name}, " for name in inputs) + "double *out"
-    return [f"void {cname}({body}{named})", f"void {cname}_batch(long n, int threads, {body}{named})",
+    named = "".join(f"const double *{x['name']}, " for x in inputs) + "double *out"
+    batched = "".join(f"const double *{x['name']}, " + (f"int {x['name']}_shared, " if x["broadcast"] else "")
+                      for x in inputs) + "double *out"
+    return [f"void {cname}({body}{named})", f"void {cname}_batch(long n, int threads, {body}{batched})",
             f"void {cname}_eval{UNIFORM_ENTRY}", f"void {cname}_eval_batch{UNIFORM_BATCH}"]
 
 
