@@ -23,7 +23,7 @@ from ..table import functions as fn_table
 from .cache import python_abi
 from .compiler import c_compiler
 from .objects import digest
-from .programs import describe_choice, generate_program
+from .programs import describe_choice, frame_programs, generate_program
 from .render import function_data, kernels_header_name, render_function
 
 SMALL_FUNCTION_OPERATIONS = 1500
@@ -203,13 +203,17 @@ def _read(path):
 
 def _generate_function(model, module, name, cse, work, flags, bodies, contacts):
     """One function: symbolic run, optimization, C file, and (unless it is small) object file,
-    in a worker process. A function of a frame gets one program for each body that carries
-    frames. Returns its data, object (None: compile it with others), C file and seconds."""
+    in a worker process. A function of a frame gets the programs of the bodies that carry
+    frames (frame_programs). Returns its data, object (None: compile it with others), C file and seconds."""
     spec = fn_table.lookup(name, contacts)
     t0 = time.perf_counter()
     choice = {}
-    programs = [(body, generate_program(model, spec, cse, body, choice)) for body in bodies] if spec.per_body else \
-        [(None, generate_program(model, spec, cse, choice=choice))]
+    if spec.per_body and not spec.variants:
+        programs = frame_programs(model, spec, bodies, cse)
+    elif spec.per_body:
+        programs = [((body,), generate_program(model, spec, cse, body, choice)) for body in bodies]
+    else:
+        programs = [(None, generate_program(model, spec, cse, choice=choice))]
     t1 = time.perf_counter()
     data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
     source = os.path.join(work, f"rbdgen_{module}_{name}.c")

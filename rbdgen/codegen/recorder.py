@@ -121,14 +121,14 @@ def record(run, inputs, output_shape):
     ops = SymbolicOps()
     symbols = {name: input_symbols(name, size) for name, size in inputs}
     result = run(ops, *symbols.values())
-    outputs = [x if isinstance(x, Expr) else float(x) for x in _flatten(result)]
+    outputs = [x if isinstance(x, Expr) else float(x) for x in flatten(result)]
     return Program(symbols, ops.statements, outputs, tuple(output_shape))
 
 
-def _flatten(value):
+def flatten(value):
     if isinstance(value, (list, tuple)):
         out = []
         for v in value:
-            out.extend(_flatten(v))
+            out.extend(flatten(v))
         return out
     return [value]

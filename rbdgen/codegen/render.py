@@ -4,7 +4,7 @@ import jinja2
 
 from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
-from .expr import Expr, free_symbols
+from .expr import Expr, flops, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..model.parameters import parameters_of
@@ -104,26 +104,24 @@ PART_STATEMENTS = 600
 def function_data(module, spec, model, programs, part_statements=PART_STATEMENTS):
     """Everything the templates need about one generated function, as plain data.
 
-    `programs`: [(body, program)]: one program (body None), or, for a function of a frame
-    (`per_body`), one program per body that carries frames; the C function then takes the
-    body and dispatches to that body's code. The operation count is the costliest body's.
+    `programs`: [(bodies, program)]: one program (bodies None), or, for a function of a frame
+    (`per_body`), the programs of the bodies that carry frames (programs.frame_programs: one
+    body's, or one that serves several down a chain); the C function then takes the body and
+    dispatches to its program. The operation count is the costliest body's.
     """
-    kernels = [dict(kernel_data(program, part_statements), body=body, slot=k)
-               for k, (body, program) in enumerate(programs)]
+    kernels = [dict(kernel_data(program, part_statements) if bodies is None or len(bodies) == 1
+                    else chain_kernel_data(program, bodies), bodies=list(bodies or ()), slot=k)
+               for k, (bodies, program) in enumerate(programs)]
     return dict(signature(module, spec, model), kernels=kernels,
-                operations=max(k["operations"] for k in kernels), sincos=max(k["sincos"] for k in kernels),
+                operations=max(k["most"] for k in kernels), sincos=max(k["sincos"] for k in kernels),
                 workspace=max(k["workspace"] for k in kernels),
-                bodies=[body for body, _ in programs] if spec.per_body else None)
+                bodies=[body for bodies, _ in programs for body in bodies] if spec.per_body else None)
 
 
 def kernel_data(program, part_statements):
     """The C of one straight-line program: its parts, workspace and output stores."""
     inputs = slot_map(program)
-    # sin/cos of the inputs alone (the joint angles) come first, all at once (one vector loop)
-    batched = [st for st in program.statements if isinstance(st, SinCos) and free_symbols(st.arg) <= inputs.keys()]
-    batched = batched if len(batched) >= SINCOS_BATCH_MIN else []
-    first = {id(st) for st in batched}
-    statements = batched + [st for st in program.statements if id(st) not in first]
+    batched, statements = _sincos_first(program.statements, inputs)
     parts = [statements[k:k + part_statements] for k in range(0, len(statements), part_statements)] or [[]]
     defined_in = {}
     for index, part in enumerate(parts):
@@ -144,22 +142,7 @@ def kernel_data(program, part_statements):
     rendered = []
     for index, part in enumerate(parts):
         imported = {sym: f"w[{slot[sym]}]" for sym in crossing if defined_in[sym] < index}
-        printer = SlotPrinter({**inputs, **imported})
-        lines = []
-        if index == 0 and batched:
-            lines.append({"kind": "sincos_batch", "args": [printer.expression(st.arg) for st in batched],
-                          "pairs": [(st.sin.name, st.cos.name) for st in batched],
-                          "store": [(slot[t], t.name) for st in batched for t in (st.sin, st.cos) if t in slot]})
-        for st in part[len(batched) if index == 0 else 0:]:
-            if isinstance(st, SinCos):
-                lines.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
-                              "arg": printer.expression(st.arg),
-                              "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot]})
-            else:
-                lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
-                              "constant": not free_symbols(st.expr),
-                              "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
-        rendered.append(lines)
+        rendered.append(_lines(part, SlotPrinter({**inputs, **imported}), batched if index == 0 else [], slot))
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
     # the arguments a C function of a part does not read, named so that -Wextra stays quiet
     names = {sym: name for name, syms in program.inputs.items() for sym in syms}
@@ -170,20 +153,8 @@ def kernel_data(program, part_statements):
     if len(parts) > 1:
         uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
         unused = [u + ([] if w else ["w"]) for u, w in zip(unused, uses_w)]
-    # An entry equal to an earlier one (M[j, i] = M[i, j]) is copied from it, not computed
-    # again: one value, so symmetry is exact whatever the compiler does with each copy.
-    outputs, copies, first = [], [], {}
-    for k, e in enumerate(program.outputs):
-        if e == 0:
-            continue
-        if e in first:
-            copies.append((k, first[e]))
-        else:
-            first[e] = k
-            outputs.append((k, final.expression(e)))
     # entries the solve after the program overwrites (an identity block) need no zeros first
-    solved = program.solve.overwritten() if program.solve else []
-    zeros = sorted(set(k for k, e in enumerate(program.outputs) if e == 0) - set(solved))
+    outputs, copies, zeros = _stores(program.outputs, final, program.solve.overwritten() if program.solve else ())
     lanes = _vectorizable([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
     # A program in parts stores its outputs from functions of at most PART_STATEMENTS stores
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
@@ -191,9 +162,118 @@ def kernel_data(program, part_statements):
     chunked = len(parts) > 1
     output_chunks = [outputs[k:k + part_statements] for k in range(0, len(outputs), part_statements)] if chunked else []
     copy_chunks = [copies[k:k + part_statements] for k in range(0, len(copies), part_statements)] if chunked else []
-    return dict(parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused, workspace=len(slot), outputs=outputs, copies=copies,
+    return dict(chain=None, parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused, workspace=len(slot), outputs=outputs, copies=copies,
                 output_chunks=output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
-                zero_runs=_runs(zeros), operations=program.counts["operations"], sincos=program.counts["sincos"])
+                zero_runs=_runs(zeros), operations=program.counts["operations"],
+                most=program.counts["operations"], sincos=program.counts["sincos"])
+
+
+def chain_kernel_data(program, bodies):
+    """The C of a program that serves several bodies down a chain (programs.frame_programs):
+    one function of the body. Each body in turn gets the statements that every later body
+    needs too (`shared`: what its outputs need from the chain above it), then, when it is the
+    body asked for, the others that it needs (`private`; a statement needed by bodies that
+    are not all those from one to the last, such as a product with the frame's placement that
+    CSE found in two bodies' outputs, is repeated in each of their blocks), its outputs and a
+    return: a body runs the statements its own program would. Its operations: the whole
+    program's, and (`most`) the costliest body's."""
+    count = len(bodies)
+    size = len(program.outputs) // count
+    ends = [program.outputs[k * size:(k + 1) * size] for k in range(count)]
+    defining = {t: st for st in program.statements for t in _targets(st)}
+    needed = {}   # statement -> the bodies that need it
+    for k, exprs in enumerate(ends):
+        stack = [sym for e in exprs for sym in free_symbols(e)]
+        while stack:
+            st = defining.get(stack.pop())
+            if st is not None and k not in needed.setdefault(id(st), set()):
+                needed[id(st)].add(k)
+                stack.extend(_reads(st))
+    shared_from = {}   # statement -> the first body from which every body to the last needs it
+    for key, bodies_needing in needed.items():
+        start = count
+        while start - 1 in bodies_needing:
+            start -= 1
+        shared_from[key] = start
+    inputs = slot_map(program)
+    # the sin/cos of the chain's joint angles, all at once first (one vector loop, as in the
+    # last body's own program; the first bodies compute a few more lanes of it)
+    batched, _ = _sincos_first(program.statements, inputs)
+    for st in batched:
+        needed[id(st)], shared_from[id(st)] = set(range(count)), 0
+    printer = SlotPrinter(inputs)
+    groups, done, done_sincos, most = [], 0, 0, 0
+    for k, (body, exprs) in enumerate(zip(bodies, ends)):
+        lines, ops, sincos = {}, {}, {}
+        for kind, statements in (
+                ("shared", [st for st in program.statements if shared_from.get(id(st)) == k]),
+                ("private", [st for st in program.statements if k in needed.get(id(st), ()) and shared_from[id(st)] > k])):
+            batched, statements = _sincos_first(statements, inputs)
+            lines[kind] = _lines(statements, printer, batched, {})
+            ops[kind] = sum(flops(st.expr) for st in statements if not isinstance(st, SinCos))
+            sincos[kind] = sum(isinstance(st, SinCos) for st in statements)
+        outputs, copies, zeros = _stores(exprs, printer)
+        operations = done + ops["shared"] + ops["private"] + sum(flops(e) for e in exprs)
+        most = max(most, operations)
+        done += ops["shared"]
+        done_sincos += sincos["shared"]
+        groups.append(dict(body=body, shared=lines["shared"], private=lines["private"], outputs=outputs,
+                           copies=copies, output_chunks=[], copy_chunks=[], zero_outputs=len(zeros),
+                           zero_runs=_runs(zeros), operations=operations, sincos=done_sincos + sincos["private"]))
+    names = {sym: name for name, syms in program.inputs.items() for sym in syms}
+    read = {names[sym] for st in program.statements for sym in _reads(st) if sym in names} | \
+        {names[sym] for e in program.outputs for sym in free_symbols(e) if sym in names}
+    return dict(chain=groups, parts=[], lanes=False, solve=None, workspace=0,
+                unused=[[name for name in program.inputs if name not in read]],
+                operations=program.counts["operations"], most=most,
+                sincos=max(g["sincos"] for g in groups))
+
+
+def _sincos_first(statements, inputs):
+    """(the sin/cos of inputs alone, all the statements with those first): the sin/cos of the
+    joint angles are computed together by one vector loop, when there are enough of them."""
+    batched = [st for st in statements if isinstance(st, SinCos) and free_symbols(st.arg) <= inputs.keys()]
+    batched = batched if len(batched) >= SINCOS_BATCH_MIN else []
+    first = {id(st) for st in batched}
+    return batched, batched + [st for st in statements if id(st) not in first]
+
+
+def _lines(statements, printer, batched, slot):
+    """The template's lines of `statements` (the `batched` sin/cos first, together); a value in
+    `slot` is stored to the workspace too."""
+    lines = []
+    if batched:
+        lines.append({"kind": "sincos_batch", "args": [printer.expression(st.arg) for st in batched],
+                      "pairs": [(st.sin.name, st.cos.name) for st in batched],
+                      "store": [(slot[t], t.name) for st in batched for t in (st.sin, st.cos) if t in slot]})
+    for st in statements[len(batched):]:
+        if isinstance(st, SinCos):
+            lines.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
+                          "arg": printer.expression(st.arg),
+                          "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot]})
+        else:
+            lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
+                          "constant": not free_symbols(st.expr),
+                          "store": [(slot[st.target], st.target.name)] if st.target in slot else []})
+    return lines
+
+
+def _stores(exprs, printer, solved=()):
+    """An output's stores: (index, C) of each entry to compute, (index, earlier index) of each
+    entry equal to an earlier one, and the structurally zero entries but those `solved` (a solve
+    after the program overwrites them). An equal entry (M[j, i] = M[i, j]) is copied, not
+    computed again: one value, so symmetry is exact whatever the compiler does with each copy."""
+    outputs, copies, first = [], [], {}
+    for k, e in enumerate(exprs):
+        if e == 0:
+            continue
+        if e in first:
+            copies.append((k, first[e]))
+        else:
+            first[e] = k
+            outputs.append((k, printer.expression(e)))
+    zeros = sorted(set(k for k, e in enumerate(exprs) if e == 0) - set(solved))
+    return outputs, copies, zeros
 
 
 def _vectorizable(exprs):
