@@ -68,7 +68,9 @@ def has_branches(model):
 
 
 def _common_ancestor(model, i, j):
-    ancestors = set()
+    """The deepest body above both i and j, or -1 (the world) when they are in two trees of a
+    forest (a fixed base with several bodies on it)."""
+    ancestors = {-1}
     while i >= 0:
         ancestors.add(i)
         i = model.parent[i]
@@ -142,8 +144,8 @@ def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent,
                 P[i][c] = ops.let("P", i, acc if p < 0 else a + acc)
         for c in range(subtree_end[i], nv if across else 0):   # the later branches'
             g = _common_ancestor(model, i, body_of[c])
-            for r in rows:
-                Minv[r][c] = ops.let("Mx", i, -P[g][c].dot(F[g][r]))
+            for r in rows:   # two trees of a forest: M is block diagonal, and so is M^-1
+                Minv[r][c] = 0 if g < 0 else ops.let("Mx", i, -P[g][c].dot(F[g][r]))
     for r in range(nv):
         for c in range(r):
             Minv[r][c] = Minv[c][r]
