@@ -253,10 +253,13 @@ def test_generator_keeps_the_shorter_program():
     assert kept == analytic < forward
     # M^-1 in one fixed frame is kept on UR5 (786 operations), across branches (exact zeros of the
     # articulated inertias, W = X^T U) on Panda (2,257 against the table algorithm's 2,570); the
-    # factors of M with the solve after the program cost more on both (algorithms.solves)
+    # factors of M with the solve after the program cost more on both (algorithms.solves); on a
+    # tree with branches, across branches is tried first (preferred)
     spec = BY_NAME["minv"]
     assert [v.run for v in spec.variants] == [minv.minv_in_fixed_frame, minv.minv_across_branches,
-                                              minv.minv_across_branches_in_fixed_frame, mimic.factors_of_m]
+                                              minv.minv_across_branches, minv.minv_across_branches_in_fixed_frame,
+                                              mimic.factors_of_m]
+    assert [v.preferred for v in spec.variants] == [False, True, False, False, False]
     for name, expected in (("ur5", minv.minv_in_fixed_frame), ("panda", minv.minv_across_branches)):
         model = robot_model(name)
         choice = {}
