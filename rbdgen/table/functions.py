@@ -11,6 +11,7 @@ coordinates otherwise; sizes are the model's (nq, nv).
 
 from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
                           regressor, rnea_derivatives)
+from ..algorithms.derivatives import DENSE_SOLVE_MAX_NV
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
@@ -229,7 +230,9 @@ FUNCTIONS += [
     FunctionSpec("aba_parameter_derivatives", ("q", "v", "tau"), _parameter_columns,
                  parameter_derivatives.aba_parameter_derivatives,
                  "d qdd / d params of aba: -M^-1 d rnea / d params at (q, v, qdd).",
-                 parametric=True, solves=True, costly=True, cost=12),
+                 parametric=True, solves=True, costly=True, cost=12,
+                 variants=(Variant(parameter_derivatives.aba_parameter_derivatives_factored,
+                                   lambda m: m.nv <= DENSE_SOLVE_MAX_NV),)),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
