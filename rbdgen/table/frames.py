@@ -1,6 +1,7 @@
-"""The functions of a frame in the function table: one program per body that carries frames, the
-frame's placement on the body its last input, public by frame name (or index) and reference
-frame; and the points of frames."""
+"""The functions of a frame in the function table: one program per body that carries frames (the
+bodies down a chain share one: codegen.programs.frame_programs), the frame's placement on the
+body its last input, public by frame name (or index) and reference frame; and the points of
+frames."""
 
 from dataclasses import dataclass
 
