@@ -1,6 +1,9 @@
 """A function's straight-line program: its algorithm recorded on symbols and optimized, and,
 for a function with variants, the cheapest program that keeps its digits."""
 
+import contextlib
+import gc
+
 import numpy as np
 
 from ..algorithms.frames import placement_entries
@@ -21,6 +24,21 @@ SELECTION_MARGIN = 4
 ACCURACY_SEED = 1
 
 
+@contextlib.contextmanager
+def cycle_collection_paused():
+    """A symbolic run makes millions of small objects, which Python's collector of reference
+    cycles walks again every few hundred allocations: half of the run's time (dm_control's dog:
+    M^-1 5.4 -> 3.7 s, the regressor 2.6 -> 1.7 s; the same peak memory). What it makes is
+    freed when its last reference goes, or by the collector once it resumes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def generate_program(model, spec, cse=True, body=None, choice=None):
     """Record one function's algorithm on symbols and optimize the straight-line program
     (for a function of a frame, the program of the frames on `body`).
@@ -36,6 +54,11 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     A model with parameters (Model.parameters) gives a program that takes their values as its
     last input, `params`; its variants are measured at random physical values of them (the
     input table's sampler)."""
+    with cycle_collection_paused():
+        return _generate_program(model, spec, cse, body, choice)
+
+
+def _generate_program(model, spec, cse, body, choice):
     inputs = spec.input_sizes(model)
 
     def program_of(variant):
@@ -97,6 +120,11 @@ def frame_programs(model, spec, bodies, cse=True):
     lets each body run only what it needs). Talos' 33 bodies with frames make 5 chains, and
     its 13 default frame functions compile in 4.9 s instead of 11.3. A chain's program ends
     once its recorded statements reach CHAIN_STATEMENTS; the next body starts another."""
+    with cycle_collection_paused():
+        return _frame_programs(model, spec, bodies, cse)
+
+
+def _frame_programs(model, spec, bodies, cse):
     inputs = spec.input_sizes(model)
     shape = tuple(spec.output(model))
     programs = []
