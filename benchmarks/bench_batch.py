@@ -121,7 +121,8 @@ def write_driver(folder, meta, functions, batch):
                           for n, s in inputs)
         size = int(np.prod(meta["functions"][fn]["shape"]))
         prefix = f"rbdgen_{module}_{fn}"
-        shared = SHARED_PARAMS % {"fn": fn, "prefix": prefix, "batch": one_set} if batched != one_set else ""
+        shared = SHARED_PARAMS % {"fn": fn, "prefix": prefix, "batch": one_set} \
+            if any(n in BROADCAST for n, _ in inputs) else ""
         source += FUNCTION % {"fn": fn, "prefix": prefix, "single": single, "batch": batched, "size": size,
                               "shared": shared}
     reads = "".join(f'    if (fread(in_{n}, sizeof(double), K * {s}, f) != (size_t)(K * {s})) '

@@ -245,8 +245,9 @@ def test_generator_keeps_the_shorter_program():
     from rbdgen.algorithms import mimic, minv, rnea_derivatives
     # the analytical derivatives are preferred (forward mode is not recorded): they are shorter
     spec = BY_NAME["rnea_derivatives"]
-    assert [v.run for v in spec.variants] == [rnea_derivatives.analytic_rnea_derivatives] and spec.variants[0].preferred
     model = robot_model("panda")
+    assert [v.run for v in spec.variants] == [rnea_derivatives.analytic_rnea_derivatives]
+    assert spec.variants[0].preferred(model)
     kept = generate_program(model, spec).counts["operations"]
     forward = generate_program(model, dataclasses.replace(spec, variants=())).counts["operations"]
     analytic = generate_program(model, dataclasses.replace(spec, run=spec.variants[0].run, variants=())).counts["operations"]
@@ -257,9 +258,9 @@ def test_generator_keeps_the_shorter_program():
     # tree with branches, across branches is tried first (preferred)
     spec = BY_NAME["minv"]
     assert [v.run for v in spec.variants] == [minv.minv_in_fixed_frame, minv.minv_across_branches,
-                                              minv.minv_across_branches, minv.minv_across_branches_in_fixed_frame,
-                                              mimic.factors_of_m]
-    assert [v.preferred for v in spec.variants] == [False, True, False, False, False]
+                                              minv.minv_across_branches_in_fixed_frame, mimic.factors_of_m]
+    assert [[v.preferred(robot_model(name)) for v in spec.variants] for name in ("ur5", "panda")] == \
+        [[False] * 4, [False, True, False, False]]   # Panda's fingers are a branch
     for name, expected in (("ur5", minv.minv_in_fixed_frame), ("panda", minv.minv_across_branches)):
         model = robot_model(name)
         choice = {}

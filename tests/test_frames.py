@@ -230,3 +230,29 @@ def test_frames_option_restricts_the_module(tmp_path):
     close = names[0][:-1]
     with pytest.raises(rbdgen.CodegenError, match=f"unknown frame '{close}' in --frames; did you mean"):
         rbdgen.build_model(model, out_dir=str(tmp_path), frames=[close])
+
+
+def test_chain_programs_cut_by_length_serve_every_body(monkeypatch):
+    """Chains cut into several programs (CHAIN_STATEMENTS, which only the longest robots reach)
+    still serve every body with frames, once, each with the reference's values."""
+    from rbdgen.algorithms.frames import placement_entries
+    from rbdgen.codegen import programs
+    from rbdgen.codegen.evaluate import evaluate
+    from rbdgen.runtime.accuracy import double_values
+    from rbdgen.table.functions import lookup
+    model = tree_model("tree-floating")
+    bodies = sorted({f.body for f in model.frames if f.body >= 0})
+    spec = lookup("frame_jacobian_local")
+    whole = programs.frame_programs(model, spec, bodies)
+    monkeypatch.setattr(programs, "CHAIN_STATEMENTS", 40)
+    cut = programs.frame_programs(model, spec, bodies)
+    assert len(cut) > len(whole)
+    assert sorted(b for served, _ in cut for b in served) == bodies
+    rng = np.random.default_rng(5)
+    q = np.stack([random_state(model, rng)[0] for _ in range(3)])
+    for served, program in cut:
+        for k, body in enumerate(served):
+            frame = next(f for f in model.frames if f.body == body)
+            inputs = {"q": q, "placement": np.tile(placement_entries(frame.placement), (3, 1))}
+            assert_close(f"body {body}", evaluate(program, inputs)[:, k],
+                         double_values(model, spec, inputs, body), REL_TOL_GENERATED)

@@ -78,3 +78,20 @@ def test_floating_base_keeps_a_cheaper_variant():
     assert choice["kept"] == "minv_across_branches"
     assert choice["candidates"]["minv_across_branches"]["operations"] < 0.85 * table.counts["operations"]
     assert choice["error"] <= choice["budget"] / 4
+
+
+def test_a_forest_keeps_across_branches():
+    """A fixed base with several bodies on it (every humanoid built without --floating-base):
+    the generator's choice finishes, with M^-1 across branches tried first, and keeps a
+    program within its budget (on this ill-conditioned random tree, the most accurate)."""
+    import warnings
+    from rbdgen.codegen.programs import generate_program
+    from rbdgen.table.functions import BY_NAME
+    model = random_tree(5, 9, floating_base=False, roots=3)
+    assert minv.has_branches(model) and sum(p < 0 for p in model.parent) == 3
+    choice = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        generate_program(model, BY_NAME["minv"], choice=choice)
+    assert list(choice["candidates"])[0] == "minv_across_branches"
+    assert choice["error"] <= choice["budget"]

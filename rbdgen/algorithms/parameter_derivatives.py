@@ -81,9 +81,15 @@ def payload_map(placement):
     return [[columns[i][j] for i in range(PER_BODY)] for j in range(PER_BODY)]
 
 
+def solves_densely(model):
+    """Whether aba_parameter_derivatives multiplies by M^-1 (up to DENSE_SOLVE_MAX_NV), rather
+    than solving with M's sparse factors (aba_parameter_derivatives_factored, then its variant)."""
+    return model.nv <= DENSE_SOLVE_MAX_NV
+
+
 def aba_parameter_derivatives(model, ops, q, v, tau, params):
     """d aba(q, v, tau) / d params (nv x np) = -M^-1 d rnea / d params at (q, v, q-ddot)."""
-    if model.nv > DENSE_SOLVE_MAX_NV:
+    if not solves_densely(model):
         return aba_parameter_derivatives_factored(model, ops, q, v, tau, params)
     parameters = parameters_of(model)
     valued = parameters.model_with(list(params))

@@ -158,7 +158,7 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     for (int i = 0; i < n; ++i)   /* a batch: its first state input has two dimensions */
         if (!c->shared_in[i]) {
             if (PyArray_CheckExact(args[i]) && PyArray_NDIM((PyArrayObject *)args[i]) == 2) {
-                if (f->nominal)   /* the parameters of each state: the Python function copies them */
+                if (f->nominal)   /* params in a batch (per state, or one set for all): the Python function's */
                     return PyObject_Vectorcall(fallback, args, nargs, kwnames);
                 if ((batch = call_batch(f, args, given, threads)) != NULL || PyErr_Occurred())
                     return batch;

@@ -208,12 +208,8 @@ def _generate_function(model, module, name, cse, work, flags, bodies, contacts):
     spec = fn_table.lookup(name, contacts)
     t0 = time.perf_counter()
     choice = {}
-    if spec.per_body and not spec.variants:
-        programs = frame_programs(model, spec, bodies, cse)
-    elif spec.per_body:
-        programs = [((body,), generate_program(model, spec, cse, body, choice)) for body in bodies]
-    else:
-        programs = [(None, generate_program(model, spec, cse, choice=choice))]
+    programs = frame_programs(model, spec, bodies, cse) if spec.per_body else \
+        [(None, generate_program(model, spec, cse, choice))]
     t1 = time.perf_counter()
     data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
     source = os.path.join(work, f"rbdgen_{module}_{name}.c")

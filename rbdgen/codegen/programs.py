@@ -6,7 +6,6 @@ import gc
 
 import numpy as np
 
-from ..algorithms.frames import placement_entries
 from ..table.functions import Variant
 from .expr import Expr
 from .optimize import optimize
@@ -39,9 +38,9 @@ def cycle_collection_paused():
             gc.enable()
 
 
-def generate_program(model, spec, cse=True, body=None, choice=None):
-    """Record one function's algorithm on symbols and optimize the straight-line program
-    (for a function of a frame, the program of the frames on `body`).
+def generate_program(model, spec, cse=True, choice=None):
+    """Record one function of states' algorithm on symbols and optimize the straight-line
+    program (a function of a frame's are frame_programs).
 
     A function with variants (other algorithms for the same outputs) keeps the cheapest
     program (its operations; solves left to loops after it at their estimated cost,
@@ -55,15 +54,15 @@ def generate_program(model, spec, cse=True, body=None, choice=None):
     last input, `params`; its variants are measured at random physical values of them (the
     input table's sampler)."""
     with cycle_collection_paused():
-        return _generate_program(model, spec, cse, body, choice)
+        return _generate_program(model, spec, cse, choice)
 
 
-def _generate_program(model, spec, cse, body, choice):
+def _generate_program(model, spec, cse, choice):
     inputs = spec.input_sizes(model)
 
     def program_of(variant):
         def run(ops, *args):
-            return spec.evaluate(model, ops, body, *args, run=variant.run)
+            return spec.evaluate(model, ops, None, *args, run=variant.run)
         program = optimize(record(run, inputs, spec.output(model)), cse=cse)
         program.counts["cost"] = program.counts["operations"]
         if variant.solve is not None:
@@ -80,12 +79,10 @@ def _generate_program(model, spec, cse, body, choice):
     from ..runtime.verify import random_inputs
     from .evaluate import evaluate
     states = random_inputs(model, np.random.default_rng(ACCURACY_SEED), ACCURACY_STATES)
-    states = {name: states[name] for name in spec.arguments(model)} if not spec.per_body else \
-        dict({name: states[name] for name in spec.arguments(model) if name != "placement"},
-             placement=np.broadcast_to(_body_frame_placement(model, body), (ACCURACY_STATES, 12)))
-    yardstick = Yardstick(model, spec, states, body)
-    preferred = tuple(v for v in variants if v.preferred)
-    others = tuple(v for v in variants if not v.preferred)
+    states = {name: states[name] for name in spec.arguments(model)}
+    yardstick = Yardstick(model, spec, states)
+    preferred = tuple(v for v in variants if v.preferred(model))
+    others = tuple(v for v in variants if not v.preferred(model))
     rounds = (preferred, (own,) + others) if preferred else ((own,) + variants,)
     measured = []
     for candidates in rounds:
@@ -120,6 +117,8 @@ def frame_programs(model, spec, bodies, cse=True):
     lets each body run only what it needs). Talos' 33 bodies with frames make 5 chains, and
     its 13 default frame functions compile in 4.9 s instead of 11.3. A chain's program ends
     once its recorded statements reach CHAIN_STATEMENTS; the next body starts another."""
+    if spec.variants:   # (none has: a chain's program would need its variants measured body by body)
+        raise ValueError(f"{spec.name}: a function of a frame with variants has no chain programs")
     with cycle_collection_paused():
         return _frame_programs(model, spec, bodies, cse)
 
@@ -176,9 +175,3 @@ def describe_choice(name, choice):
 def _algorithm_name(variant, spec):
     return spec.name if variant.run is spec.run else variant.name
 
-
-def _body_frame_placement(model, body):
-    """The placement (E row-major, r) of the first frame on `body`: a function of a frame
-    is measured there."""
-    frame = next(f for f in model.frames if f.body == body)
-    return np.array(placement_entries(frame.placement), dtype=float)

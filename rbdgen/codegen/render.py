@@ -145,11 +145,7 @@ def kernel_data(program, part_statements):
         rendered.append(_lines(part, SlotPrinter({**inputs, **imported}), batched if index == 0 else [], slot))
     final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
     # the arguments a C function of a part does not read, named so that -Wextra stays quiet
-    names = {sym: name for name, syms in program.inputs.items() for sym in syms}
-    read = [{names[sym] for st in part for sym in _reads(st) if sym in names} for part in parts]
-    if len(parts) == 1:
-        read[0] |= {names[sym] for e in program.outputs for sym in free_symbols(e) if sym in names}
-    unused = [[name for name in program.inputs if name not in r] for r in read]
+    unused = [_unread(program, part, program.outputs if len(parts) == 1 else ()) for part in parts]
     if len(parts) > 1:
         uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
         unused = [u + ([] if w else ["w"]) for u, w in zip(unused, uses_w)]
@@ -220,13 +216,17 @@ def chain_kernel_data(program, bodies):
         groups.append(dict(body=body, shared=lines["shared"], private=lines["private"], outputs=outputs,
                            copies=copies, output_chunks=[], copy_chunks=[], zero_outputs=len(zeros),
                            zero_runs=_runs(zeros), operations=operations, sincos=done_sincos + sincos["private"]))
-    names = {sym: name for name, syms in program.inputs.items() for sym in syms}
-    read = {names[sym] for st in program.statements for sym in _reads(st) if sym in names} | \
-        {names[sym] for e in program.outputs for sym in free_symbols(e) if sym in names}
     return dict(chain=groups, parts=[], lanes=False, solve=None, workspace=0,
-                unused=[[name for name in program.inputs if name not in read]],
+                unused=[_unread(program, program.statements, program.outputs)],
                 operations=program.counts["operations"], most=most,
                 sincos=max(g["sincos"] for g in groups))
+
+
+def _unread(program, statements, outputs):
+    """The program's inputs that `statements` and `outputs` do not read (a C function's unused
+    arguments, named so that -Wextra stays quiet)."""
+    read = {sym for st in statements for sym in _reads(st)} | {sym for e in outputs for sym in free_symbols(e)}
+    return [name for name, syms in program.inputs.items() if not read.intersection(syms)]
 
 
 def _sincos_first(statements, inputs):

@@ -11,16 +11,15 @@ coordinates otherwise; sizes are the model's (nq, nv).
 
 from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
                           regressor, rnea_derivatives)
-from ..algorithms.derivatives import DENSE_SOLVE_MAX_NV
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
-from .spec import Counterpart, FunctionSpec, Variant, always, copied
+from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
 
-def _solved_after(function, blocks, factors, applies=always, preferred=False):
+def _solved_after(function, blocks, factors, applies=always, preferred=never):
     """`function` as a variant whose program leaves solves with M's factors to a loop after it
     (algorithms.solves): `solve(model)` says which output blocks, and where the factors are."""
     return Variant(function, applies, preferred,
@@ -34,8 +33,8 @@ def _analytic(function, **solve):
     on every robot measured (UR5 2 998 against 3 535, Panda 6 752 against 12 338, Talos 35 729
     against 85 502), so forward mode is not recorded beside them."""
     if solve:
-        return _solved_after(function, solve["blocks"], solve["factors"], rnea_derivatives.applies, True)
-    return Variant(function, rnea_derivatives.applies, True)
+        return _solved_after(function, solve["blocks"], solve["factors"], rnea_derivatives.applies, always)
+    return Variant(function, rnea_derivatives.applies, always)
 
 
 # aba_derivatives' three blocks: -M^-1 d rnea / dq, -M^-1 d rnea / dv, and M^-1 where the
@@ -148,11 +147,10 @@ FUNCTIONS = [
                  "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).", solves=True, cost=5,
                  # On a tree with branches M^-1 across them keeps the table's digits in fewer operations
                  # than any other (Talos, Solo12, ANYmal, Go1, Allegro, dm_control's dog): tried alone
-                 # first, it spares the others' generation (the dog's 24 s).
+                 # first there, it spares the others' generation (the dog's 24 s).
                  variants=(Variant(minv.minv_in_fixed_frame, lambda model: not model.has_mimic),
-                           Variant(minv.minv_across_branches, minv.has_branches, preferred=True),
-                           Variant(minv.minv_across_branches,
-                                   lambda model: not model.has_mimic and not minv.has_branches(model)),
+                           Variant(minv.minv_across_branches, lambda model: not model.has_mimic,
+                                   preferred=minv.has_branches),
                            Variant(minv.minv_across_branches_in_fixed_frame, minv.has_branches),
                            _solved_after(mimic.factors_of_m, lambda m: (Block(0, 1, True),), lambda m: ((0, m.nv * m.nv),))),
                  pinocchio=Counterpart("computeMinverse", ("q",), "minv", upper=("",))),
@@ -232,7 +230,7 @@ FUNCTIONS += [
                  "d qdd / d params of aba: -M^-1 d rnea / d params at (q, v, qdd).",
                  parametric=True, solves=True, costly=True, cost=12,
                  variants=(Variant(parameter_derivatives.aba_parameter_derivatives_factored,
-                                   lambda m: m.nv <= DENSE_SOLVE_MAX_NV),)),
+                                   parameter_derivatives.solves_densely),)),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,

@@ -14,15 +14,19 @@ def always(model):
     return True
 
 
+def never(model):
+    return False
+
+
 @dataclass(frozen=True)
 class Variant:
     """Another algorithm for a function's outputs. The generator records every variant that
     `applies` to the model and keeps the cheapest program within the accuracy budget (only the
-    `preferred` ones, if one of them keeps its digits). `solve(model)`: the solves with M's
-    factors its program leaves to a loop after it (algorithms.solves.FactorSolve)."""
+    ones `preferred` for the model, if one of them keeps its digits). `solve(model)`: the solves
+    with M's factors its program leaves to a loop after it (algorithms.solves.FactorSolve)."""
     run: Callable
     applies: Callable = always
-    preferred: bool = False
+    preferred: Callable = never
     solve: Callable = None
 
     @property
