@@ -78,7 +78,7 @@ def test_a_compiler_that_cannot_run_is_named(fresh, tmp_path):
 
 def test_the_default_compiler_gets_its_own_flags(fresh):
     """Whichever compiler builds modules here by default gets its flags: clang (CI installs it
-    and sets RBDGEN_REQUIRE_CLANG) takes LLVM's option and an OpenMP runtime, never gcc's
+    and sets RBDGEN_REQUIRE_CLANG) takes LLVM's options and an OpenMP runtime, never gcc's
     flags; gcc takes its own and -fopenmp."""
     cc = compiler.c_compiler()
     if os.environ.get("RBDGEN_REQUIRE_CLANG"):
@@ -89,11 +89,12 @@ def test_the_default_compiler_gets_its_own_flags(fresh):
         # Debian's clang finds gcc's libgomp when libomp is not installed
         assert compiler.openmp_flags() in (["-fopenmp"], ["-fopenmp=libgomp"])
         assert not set(compiler.GCC_FLAGS) & set(flags)
-        assert compiler.CLANG_FLAGS[-1] in flags      # this clang takes LLVM's option
+        for option in compiler.CLANG_FLAGS:   # this clang takes LLVM's options, each where it sits
+            assert flags[flags.index(option[1]) - 1] == "-mllvm"
     else:
         assert compiler.is_gcc(cc), f"the default compiler {cc} is neither clang nor gcc"
         assert compiler.openmp_flags() == ["-fopenmp"]
-        assert set(compiler.GCC_FLAGS) <= set(flags) and compiler.CLANG_FLAGS[-1] not in flags
+        assert set(compiler.GCC_FLAGS) <= set(flags) and "-mllvm" not in flags
 
 
 def test_a_module_built_by_gcc_is_verified_and_streams_its_batches(fresh, tmp_path):

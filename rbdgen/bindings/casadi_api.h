@@ -17,7 +17,9 @@
    module's header), whatever its inputs. The including file defines RBDGEN_CASADI_MAX_IN,
    _MAX_OUT, _MAX_SOURCES, _MAX_CALL_IN, the tables
    casadi_functions[] and casadi_frames[], then RBDGEN_CASADI(NAME, ROW) for each function of
-   states and RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) for each function of a frame. */
+   states and, for each function of a frame, RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) for its first
+   frame and RBDGEN_CASADI_FRAME_AS(NAME, FIRST, ROW, FRAME) for the others (FIRST: the first's
+   NAME); the _JACOBIAN forms likewise. */
 #ifndef RBDGEN_CASADI_API_H
 #define RBDGEN_CASADI_API_H
 
@@ -178,7 +180,9 @@ RBDGEN_CASADI_SHARED static void rbdgen_casadi_work(const rbdgen_casadi_function
 
 /* The symbols of one function, or (JAC) of its Jacobian jac_NAME: a function without
    derivatives has no jac_ symbols, and CasADi then refuses to differentiate it. */
-#define RBDGEN_CASADI_SYMBOLS(NAME, F, FRAME, JAC)                                                                    \
+#define RBDGEN_CASADI_SYMBOLS(NAME, F, FRAME, JAC) RBDGEN_CASADI_DESCRIPTION(NAME, F, JAC) RBDGEN_CASADI_CALL(NAME, F, FRAME, JAC)
+/* What CasADi asks about the function before it calls it: the same for every frame. */
+#define RBDGEN_CASADI_DESCRIPTION(NAME, F, JAC)                                                                    \
     RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_in(void)                                                   \
     { return JAC ? (F)->n_in + (F)->n_out : (F)->n_in; }                                                       \
     RBDGEN_CASADI_EXPORT rbdgen_casadi_int NAME##_n_out(void)                                                  \
@@ -196,17 +200,42 @@ RBDGEN_CASADI_SHARED static void rbdgen_casadi_work(const rbdgen_casadi_function
     { return i < 0 || i >= NAME##_n_out() ? 0 : JAC ? (F)->jac_sparsity[i] : (F)->out_sparsity[i]; }          \
     RBDGEN_CASADI_EXPORT int NAME##_work(rbdgen_casadi_int *sz_arg, rbdgen_casadi_int *sz_res,                 \
                                          rbdgen_casadi_int *sz_iw, rbdgen_casadi_int *sz_w)                    \
-    { rbdgen_casadi_work(F, JAC, sz_arg, sz_res, sz_iw, sz_w); return 0; }                                     \
+    { rbdgen_casadi_work(F, JAC, sz_arg, sz_res, sz_iw, sz_w); return 0; }
+#define RBDGEN_CASADI_CALL(NAME, F, FRAME, JAC)                                                                    \
     RBDGEN_CASADI_EXPORT int NAME(const double **arg, double **res, rbdgen_casadi_int *iw, double *w, int mem)  \
     {                                                                                                          \
         (void)iw; (void)mem;                                                                                   \
         return JAC ? rbdgen_casadi_jacobian(F, FRAME, arg, res, w) : rbdgen_casadi_eval(F, FRAME, arg, res, w); \
     }
+/* A function's symbols for the frames after its first: on ELF its description is the first
+   frame's, under aliases that cost the compiler nothing (Talos serves 60 frames: 800 symbols
+   of frame functions), elsewhere it is written again. */
+#if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
+#define RBDGEN_CASADI_ALIAS(TYPE, NAME, ARGS, TARGET) \
+    TYPE NAME ARGS __attribute__((visibility("default"), alias(#TARGET)));
+#define RBDGEN_CASADI_DESCRIPTION_AS(NAME, FIRST, F, JAC)                                                           \
+    RBDGEN_CASADI_ALIAS(rbdgen_casadi_int, NAME##_n_in, (void), FIRST##_n_in)                                       \
+    RBDGEN_CASADI_ALIAS(rbdgen_casadi_int, NAME##_n_out, (void), FIRST##_n_out)                                     \
+    RBDGEN_CASADI_ALIAS(const char *, NAME##_name_in, (rbdgen_casadi_int i), FIRST##_name_in)                       \
+    RBDGEN_CASADI_ALIAS(const char *, NAME##_name_out, (rbdgen_casadi_int i), FIRST##_name_out)                     \
+    RBDGEN_CASADI_ALIAS(const rbdgen_casadi_int *, NAME##_sparsity_in, (rbdgen_casadi_int i), FIRST##_sparsity_in)  \
+    RBDGEN_CASADI_ALIAS(const rbdgen_casadi_int *, NAME##_sparsity_out, (rbdgen_casadi_int i), FIRST##_sparsity_out)\
+    RBDGEN_CASADI_ALIAS(int, NAME##_work, (rbdgen_casadi_int *sz_arg, rbdgen_casadi_int *sz_res,                    \
+                                           rbdgen_casadi_int *sz_iw, rbdgen_casadi_int *sz_w), FIRST##_work)
+#else
+#define RBDGEN_CASADI_DESCRIPTION_AS(NAME, FIRST, F, JAC) RBDGEN_CASADI_DESCRIPTION(NAME, F, JAC)
+#endif
 
 #define RBDGEN_CASADI(NAME, ROW) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], 0, 0)
 #define RBDGEN_CASADI_JACOBIAN(NAME, ROW) RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], 0, 1)
 #define RBDGEN_CASADI_FRAME(NAME, ROW, FRAME) RBDGEN_CASADI_SYMBOLS(NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 0)
 #define RBDGEN_CASADI_FRAME_JACOBIAN(NAME, ROW, FRAME) \
     RBDGEN_CASADI_SYMBOLS(jac_##NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 1)
+#define RBDGEN_CASADI_FRAME_AS(NAME, FIRST, ROW, FRAME)                           \
+    RBDGEN_CASADI_DESCRIPTION_AS(NAME, FIRST, &casadi_functions[ROW], 0)          \
+    RBDGEN_CASADI_CALL(NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 0)
+#define RBDGEN_CASADI_FRAME_JACOBIAN_AS(NAME, FIRST, ROW, FRAME)                  \
+    RBDGEN_CASADI_DESCRIPTION_AS(jac_##NAME, jac_##FIRST, &casadi_functions[ROW], 1) \
+    RBDGEN_CASADI_CALL(jac_##NAME, &casadi_functions[ROW], &casadi_frames[FRAME], 1)
 
 #endif

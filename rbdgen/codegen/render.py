@@ -487,7 +487,8 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
             "zeros": zeros, "work": max(fn["out_size"], sum(by_name[s["name"]]["out_size"] for s in sources)) + zeros})
         served = [k for k, (_, body, _) in enumerate(frames) if body in (fn["bodies"] or ())] if fn["per_body"] \
             else [None]
-        symbols += [{"symbol": casadi_symbol(module, fn["name"], k), "row": row, "frame": k, "jacobian": bool(sources)}
+        symbols += [{"symbol": casadi_symbol(module, fn["name"], k), "row": row, "frame": k, "jacobian": bool(sources),
+                     "first": casadi_symbol(module, fn["name"], served[0]) if k != served[0] else None}
                     for k in served]
     return template("casadi.c.j2").render(
         version=__version__, header=header, api=api, functions=rows, symbols=symbols,
