@@ -107,8 +107,10 @@ def compile_flags(native):
     cc = c_compiler()
     if is_gcc(cc):
         own = GCC_FLAGS
+    elif _is_clang(cc):
+        own = [flag for option in CLANG_FLAGS if _accepts(cc, *option) for flag in option]
     else:
-        own = [flag for option in CLANG_FLAGS if _is_clang(cc) and _accepts(cc, *option) for flag in option]
+        own = []
     return OPT_FLAGS + own + (["-march=native"] if native else [])
 
 
