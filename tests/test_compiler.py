@@ -150,3 +150,29 @@ def test_function_files_build_under_clang_at_every_optimization(tmp_path):
             result = subprocess.run(["clang", *flags, "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Werror", "-c", source,
                                      "-o", os.devnull, "-I", folder], capture_output=True, text=True)
             assert result.returncode == 0, f"{' '.join(flags)} {os.path.basename(source)}: {result.stderr[:600]}"
+
+
+def test_programs_in_small_parts_are_verified_and_compile_without_warnings(tmp_path, monkeypatch):
+    """Programs cut into parts of 30 statements (600 by default), so that UR5's have several: each
+    output entry is stored by the part that computes it, by an output function (constants, inputs)
+    or copied after the barrier; the build's verification checks every value, and gcc with -Wall
+    -Wextra -Werror the C (an output function left with constants alone once left w unused)."""
+    import glob
+    import subprocess
+    import rbdgen
+    from rbdgen.codegen import render
+    from rbdgen.codegen.build import build_model
+    from rbdgen.examples import robot_path
+    monkeypatch.setattr(render.function_data, "__defaults__", (30,))   # the build's workers fork
+    build_model(rbdgen.load_urdf(robot_path("ur5")), out_dir=str(tmp_path),
+                algorithms=["crba", "minv", "eom", "regressor", "aba_derivatives"])
+    folder = glob.glob(str(tmp_path / "*" / "rbdgen_*_kernels.h"))[0].rsplit("/", 1)[0]
+    sources = [f for f in glob.glob(folder + "/rbdgen_*.c")
+               if f.endswith(("_crba.c", "_minv.c", "_eom.c", "_regressor.c", "_aba_derivatives.c"))]
+    assert len(sources) == 5
+    for source in sources:
+        with open(source) as f:
+            assert "_part1(" in f.read(), f"{os.path.basename(source)}: one part only"
+        result = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", source,
+                                 "-I", folder], capture_output=True, text=True)
+        assert result.returncode == 0, f"{os.path.basename(source)}: {result.stderr[:600]}"

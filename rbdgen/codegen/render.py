@@ -173,7 +173,9 @@ def kernel_data(program, part_statements):
     chunked = len(parts) > 1
     output_chunks = [outputs[k:k + part_statements] for k in range(0, len(outputs), part_statements)] if chunked else []
     copy_chunks = [copies[k:k + part_statements] for k in range(0, len(copies), part_statements)] if chunked else []
-    return dict(chain=None, parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused, workspace=len(slot), outputs=outputs, copies=copies,
+    return dict(chain=None, parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused,
+                # one entry at least: C has no arrays of none (parts may share nothing, each storing its outputs)
+                workspace=max(1, len(slot)), outputs=outputs, copies=copies,
                 output_chunks=output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
                 zero_runs=_runs(zeros), operations=program.counts["operations"],
                 most=program.counts["operations"], sincos=program.counts["sincos"])
