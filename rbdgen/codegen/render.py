@@ -128,17 +128,16 @@ def kernel_data(program, part_statements):
         for st in part:
             for sym in _targets(st):
                 defined_in[sym] = index
+    # entries the solve after the program overwrites (an identity block) need no zeros first
+    computed, copies, zeros = _stores(program.outputs, program.solve.overwritten() if program.solve else ())
     # An output that is a value of the program is stored by the part that computes it, from a
-    # register (Talos' M: 750 -> 610 ns, its 1 444 entries no longer stored to the workspace and
-    # loaded back); an entry equal to an earlier one is still copied after the barrier.
-    direct = {}   # value -> the output entries the part stores it to
-    first = set()
+    # register (Talos' M: 738 -> 587 ns, its entries no longer stored to the workspace and loaded
+    # back by an output function); an entry equal to an earlier one is still copied after the barrier.
+    direct = {}   # value -> the output entry the part stores it to
     if len(parts) > 1:
-        for k, expr in enumerate(program.outputs):
-            if isinstance(expr, Expr) and expr.is_Symbol and expr in defined_in and expr not in first:
-                direct[expr] = [k]
-            if isinstance(expr, Expr):
-                first.add(expr)
+        direct = {program.outputs[k]: k for k in computed
+                  if isinstance(program.outputs[k], Expr) and program.outputs[k] in defined_in}
+    left = [k for k in computed if program.outputs[k] not in direct]   # to output functions
     # A value is kept in the workspace when a later part or the other outputs read it.
     crossing = set()
     if len(parts) > 1:
@@ -147,9 +146,8 @@ def kernel_data(program, part_statements):
                 for sym in _reads(st):
                     if defined_in.get(sym, index) != index:
                         crossing.add(sym)
-        for expr in program.outputs:
-            if expr not in direct:
-                crossing |= {sym for sym in free_symbols(expr) if sym in defined_in}
+        for k in left:
+            crossing |= {sym for sym in free_symbols(program.outputs[k]) if sym in defined_in}
     slot = {sym: k for k, sym in enumerate(sorted(crossing, key=lambda s: (defined_in[s], s.name)))}
     rendered = []
     for index, part in enumerate(parts):
@@ -162,10 +160,7 @@ def kernel_data(program, part_statements):
         uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
         stores_out = [any(sym in direct for st in part for sym in _targets(st)) for part in parts]
         unused = [u + ([] if w else ["w"]) + ([] if o else ["out"]) for u, w, o in zip(unused, uses_w, stores_out)]
-    # entries the solve after the program overwrites (an identity block) need no zeros first
-    outputs, copies, zeros = _stores(program.outputs, final, program.solve.overwritten() if program.solve else ())
-    stored = {k for ks in direct.values() for k in ks}
-    outputs = [(k, value) for k, value in outputs if k not in stored]
+    outputs = [(k, final.expression(program.outputs[k])) for k in left]
     lanes = _vectorizable([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
     # A program in parts stores its outputs from functions of at most PART_STATEMENTS stores
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
@@ -225,7 +220,8 @@ def chain_kernel_data(program, bodies):
             lines[kind] = _lines(statements, printer, batched, {})
             ops[kind] = sum(flops(st.expr) for st in statements if not isinstance(st, SinCos))
             sincos[kind] = sum(isinstance(st, SinCos) for st in statements)
-        outputs, copies, zeros = _stores(exprs, printer)
+        computed, copies, zeros = _stores(exprs)
+        outputs = [(k, printer.expression(exprs[k])) for k in computed]
         operations = done + ops["shared"] + ops["private"] + sum(flops(e) for e in exprs)
         most = max(most, operations)
         done += ops["shared"]
@@ -259,7 +255,7 @@ def _lines(statements, printer, batched, slot, direct=None):
     """The template's lines of `statements` (the `batched` sin/cos first, together); a value in
     `slot` is stored to the workspace too, one in `direct` to its output entries."""
     direct = direct or {}
-    outputs = lambda targets: [(k, t.name) for t in targets for k in direct.get(t, ())]
+    outputs = lambda targets: [(direct[t], t.name) for t in targets if t in direct]
     lines = []
     if batched:
         targets = [t for st in batched for t in (st.sin, st.cos)]
@@ -280,12 +276,12 @@ def _lines(statements, printer, batched, slot, direct=None):
     return lines
 
 
-def _stores(exprs, printer, solved=()):
-    """An output's stores: (index, C) of each entry to compute, (index, earlier index) of each
+def _stores(exprs, solved=()):
+    """An output's stores: the index of each entry to compute, (index, earlier index) of each
     entry equal to an earlier one, and the structurally zero entries but those `solved` (a solve
     after the program overwrites them). An equal entry (M[j, i] = M[i, j]) is copied, not
     computed again: one value, so symmetry is exact whatever the compiler does with each copy."""
-    outputs, copies, first = [], [], {}
+    computed, copies, first = [], [], {}
     for k, e in enumerate(exprs):
         if e == 0:
             continue
@@ -293,9 +289,9 @@ def _stores(exprs, printer, solved=()):
             copies.append((k, first[e]))
         else:
             first[e] = k
-            outputs.append((k, printer.expression(e)))
+            computed.append(k)
     zeros = sorted(set(k for k, e in enumerate(exprs) if e == 0) - set(solved))
-    return outputs, copies, zeros
+    return computed, copies, zeros
 
 
 def _vectorizable(exprs):
