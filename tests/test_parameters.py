@@ -27,7 +27,7 @@ pin = pytest.importorskip("pinocchio")
 
 import rbdgen  # noqa: E402
 from rbdgen import reference as ref  # noqa: E402
-from rbdgen.model.parameters import with_parameters  # noqa: E402
+from rbdgen.model.parameters import INERTIA_NAMES, with_parameters  # noqa: E402
 from rbdgen.algorithms import constrained  # noqa: E402
 from rbdgen.runtime.pinocchio_bridge import pinocchio_constraints  # noqa: E402
 
@@ -630,6 +630,30 @@ def test_batch_params_per_state_threads(ur5):
     assert_close("aba threads=2", ur5.aba(s.q, s.v, s.tau, params=P, threads=2), one_thread, REL_TOL_SAME_CODE)
     for k in (0, 2 * B - 1):
         assert_close(f"aba state {k}", one_thread[k], ur5.aba(s.q[k], s.v[k], s.tau[k], params=P[k]), REL_TOL_SAME_CODE)
+
+
+def test_batch_params_per_state_past_the_prefetch_size(ur5):
+    """A batch whose per-state params exceed RBDGEN_PREFETCH_BYTES (4 MB, kernels.h.j2) fetches
+    them ahead: the same numbers as the same states in batches below it, on one thread and two."""
+    prefetch_bytes = 4 << 20
+    chunk = 1000                                   # 1000 states' params: well below the size
+    s = State("ur5", 84, batch=chunk)
+    nominal = np.asarray(ur5.nominal_params)
+    count = prefetch_bytes // (8 * nominal.size) + 2 * chunk + 19
+    reps = -(-count // chunk)
+    q, v, tau = (np.tile(x, (reps, 1))[:count] for x in (s.q, s.v, s.tau))
+    # inertial parameters scaled by a positive factor per state stay physical
+    P = np.tile(nominal, (count, 1))
+    inertial = np.array([name.split("_")[0] in INERTIA_NAMES for name in ur5.param_names])
+    P[:, inertial] *= s.rng.uniform(0.5, 2.0, size=(count, 1))
+    whole = ur5.aba(q, v, tau, params=P, threads=1)
+    parts = np.concatenate([ur5.aba(q[k:k + chunk], v[k:k + chunk], tau[k:k + chunk], params=P[k:k + chunk])
+                            for k in range(0, count, chunk)])
+    assert np.array_equal(whole, parts)
+    assert np.array_equal(ur5.aba(q, v, tau, params=P, threads=2), parts)
+    assert np.array_equal(ur5.rnea(q, v, tau, params=P), np.concatenate(
+        [ur5.rnea(q[k:k + chunk], v[k:k + chunk], tau[k:k + chunk], params=P[k:k + chunk])
+         for k in range(0, count, chunk)]))
 
 
 def test_batch_params_shared(ur5):
