@@ -775,6 +775,34 @@ def test_non_physical_values(ur5):
     assert np.isfinite(ur5.rnea(s.q, s.v, s.a, params=negative_mass)).all()
 
 
+def test_non_physical_state_among_groups(ur5):
+    """The C test takes the states in groups of 8 (rbdgen_physical.c), the last few one by one: a
+    bad state inside a group, after a good group, and among the last few is the one named, and
+    the first of two; a strict-only failure (the triangle inequality) too."""
+    names = list(ur5.param_names)
+    nominal = np.array(ur5.nominal_params)
+    count = 21   # two groups of 8 and 5 alone
+    rod = nominal.copy()
+    k = names.index("Izz_forearm_link")
+    rod[k] += 10.0 * (rod[names.index("Ixx_forearm_link")] + rod[names.index("Iyy_forearm_link")])
+    for bad in (11, 19, 0, 7, 8):
+        for what, value, strict_only in (("m_shoulder_link", -2.0, False), ("Ixx_upper_arm_link", -1.0, False),
+                                         ("mcx_wrist_2_link", np.nan, False), (None, None, True)):
+            batch = np.tile(nominal, (count, 1))
+            if strict_only:
+                batch[bad] = rod
+                batch[min(bad + 3, count - 1)] = rod
+                one_line_error(lambda: ur5.check_params(batch), f"state {bad}", "forearm_link")
+                continue
+            batch[bad, names.index(what)] = value
+            batch[min(bad + 3, count - 1), names.index(what)] = value
+            link = what.split("_", 1)[1]
+            one_line_error(lambda: ur5.check_params(batch), f"state {bad}", link)
+            qs = np.tile(State("ur5", 93).q, (count, 1))
+            one_line_error(lambda: ur5.minv(qs, params=batch), f"state {bad}")
+    ur5.check_params(np.tile(nominal, (count, 1)))
+
+
 def test_triangle_inequality(ur5):
     """check_params refuses an inertia about the COM breaking the triangle inequality (a thin
     rod's I_zz above I_xx + I_yy); the solves only need it PSD and accept it."""

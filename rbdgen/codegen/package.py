@@ -98,10 +98,10 @@ def emit_cffi_source(work, extension, header, entry_points, declarations):
         ffi.emit_c_code(os.path.join(work, f"{extension}.c"))
 
 
-def python_extension_flags(optimization):
+def python_extension_flags(*optimization):
     import numpy
     import sysconfig
-    return [optimization, "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
+    return [*optimization, "-fPIC", "-D_CFFI_NO_LIMITED_API", "-I", sysconfig.get_paths()["include"],
             "-I", numpy.get_include()]
 
 
