@@ -16,6 +16,7 @@ Panda with a payload and a declared contact, Solo12 (free-flyer) with every link
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -801,6 +802,58 @@ def test_non_physical_state_among_groups(ur5):
             qs = np.tile(State("ur5", 93).q, (count, 1))
             one_line_error(lambda: ur5.minv(qs, params=batch), f"state {bad}")
     ur5.check_params(np.tile(nominal, (count, 1)))
+
+
+# A body at the tolerance of the triangle inequality (a UR5 link's ten, nearly a rod), which
+# physical.py refuses: found by a review, where fused multiply-adds accepted it
+AT_THE_TOLERANCE = [1.2321631190025433, 0.04845133299569915, -0.08311100592474659, -0.026640298756871898,
+                    0.127345278223686, -0.0011087016518097604, 0.09929211783167669, -0.04120474906068485,
+                    -0.015988877258600438, 0.1715122465497095]
+
+PHYSICAL_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include <math.h>
+#define RBDGEN_PARAM_BODIES 1
+#define RBDGEN_PARAM_NONNEGATIVE 0
+static const long param_bodies[2][10] = { { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, { 0 } };
+static const long param_nonnegative[1] = { 0 };
+#include "%s"
+int main(void)
+{
+    const double body[10] = { %s };
+    double p[170];
+    for (int s = 0; s < 17; ++s)
+        memcpy(p + 10 * s, body, sizeof body);
+    for (int n = 1; n <= 17; ++n)   /* alone, in groups of 8, and after them */
+        printf("%%ld %%ld\n", params_problem(p, n, 0, 10, 1), params_problem(p, n, n - 1, 10, 1));
+    return 0;
+}
+"""
+
+
+def test_parameter_test_in_c_rounds_as_physical_py(tmp_path, monkeypatch):
+    """rbdgen_physical.c compiled as the module's calls.c is (the functions' flags and
+    ENTRY_POINT_FLAGS), by every C compiler here: it refuses the body physical.py refuses, alone,
+    in a group of 8 states and after one. Fused (without ENTRY_POINT_FLAGS) gcc accepted it in a
+    group of 8, clang always."""
+    from rbdgen.codegen.compiler import c_compiler, compile_flags
+    from rbdgen.codegen.package import BINDINGS, ENTRY_POINT_FLAGS
+    from rbdgen.model import physical
+    assert physical.problem(np.array(AT_THE_TOLERANCE), [("rod", list(range(10)))], [],
+                            [f"p{k}" for k in range(10)], True) is not None
+    source = tmp_path / "driver.c"
+    source.write_text(PHYSICAL_DRIVER % (os.path.join(BINDINGS, "physical.c"), ", ".join(map(repr, AT_THE_TOLERANCE))))
+    compilers = [cc for cc in dict.fromkeys([c_compiler(), "gcc", "clang"]) if shutil.which(cc)]
+    assert compilers
+    for cc in compilers:
+        monkeypatch.setenv("CC", cc)
+        program = tmp_path / f"driver_{cc}"
+        subprocess.run([cc, *compile_flags(True), *ENTRY_POINT_FLAGS, str(source), "-o", str(program), "-lm"],
+                       check=True)
+        lines = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout.split("\n")
+        found = [tuple(int(x) for x in line.split()) for line in lines if line]
+        assert found == [(0, n - 1) for n in range(1, 18)], (cc, found)
 
 
 def test_triangle_inequality(ur5):

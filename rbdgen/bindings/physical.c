@@ -10,7 +10,9 @@
 
 /* Branch-free, so that the states of a group are tested side by side (vectors of states where
    the compiler finds them): min and max as comparisons (fmin and fmax are calls or longer code
-   for their NaN rule; the values are finite here, or the state fails anyway). */
+   for their NaN rule). calls.c is compiled unfused (package.py's ENTRY_POINT_FLAGS): a
+   multiply-add fused in the vector loop and not in the one-state loop rounds differently, and a
+   state at the tolerance would pass in a group and fail alone, or pass here and fail physical.py. */
 static inline double physical_min(double a, double b) { return a < b ? a : b; }
 static inline double physical_max(double a, double b) { return a > b ? a : b; }
 static inline double physical_abs(double a) { return a < 0 ? -a : a; }
@@ -21,9 +23,9 @@ static inline int semidefinite(double a, double b, double c, double d, double e,
 {
     const double tol = RBDGEN_PHYSICAL_TOLERANCE * size;
     const double det = a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e);
-    return (physical_min(physical_min(a, b), c) >= -tol)
-         & (physical_min(physical_min(a * b - d * d, a * c - e * e), b * c - f * f) >= -tol * size)
-         & (det >= -tol * size * size);
+    return (int)(physical_min(physical_min(a, b), c) >= -tol)
+         & (int)(physical_min(physical_min(a * b - d * d, a * c - e * e), b * c - f * f) >= -tol * size)
+         & (int)(det >= -tol * size * size);
 }
 
 /* One body's ten parameters (m, m c, I about the frame's origin: xx xy yy xz yz zz) physical
@@ -41,9 +43,9 @@ static inline int physical_body(const double *p, int strict)
                  c = p[9] - (hx * hx + hy * hy) * w, d = p[5] + hx * hy * w, e = p[7] + hx * hz * w,
                  f = p[8] + hy * hz * w;
     const double size = physical_max(scale, (hx * hx + hy * hy + hz * hz) * w), half = (a + b + c) / 2;
-    return (m >= 0) & !(massless & (h > RBDGEN_PHYSICAL_TOLERANCE * scale))
+    return (int)(m >= 0) & (int)!(massless & (int)(h > RBDGEN_PHYSICAL_TOLERANCE * scale))
          & semidefinite(a, b, c, d, e, f, size)
-         & (!strict | semidefinite(half - a, half - b, half - c, -d, -e, -f, size));
+         & ((int)!strict | semidefinite(half - a, half - b, half - c, -d, -e, -f, size));
 }
 
 /* A state's parameters finite (no exponent of all ones: inf or NaN) and the entries that must
@@ -90,8 +92,10 @@ static long params_problem(const double *params, long n, long first, long size, 
         }
         for (int l = 0; l < RBDGEN_PHYSICAL_GROUP; ++l)
             all &= good[l];
-        if (!all)
-            break;   /* the group's first failing state, found below */
+        if (!all)   /* the same verdicts as one by one (the same operations, unfused) */
+            for (int l = 0; l < RBDGEN_PHYSICAL_GROUP; ++l)
+                if (!good[l])
+                    return s + l;
     }
     for (; s < n; ++s) {
         const double *p = params + s * size;

@@ -32,7 +32,7 @@ from .compilation import generate_and_compile
 from .objects import BuildCache
 from .options import BuildOptions
 from .package import (BINDINGS, copy_binding, emit_cffi_source, link_extension, metadata,
-                      python_extension_flags)
+                      ENTRY_POINT_FLAGS, python_extension_flags)
 from .render import (build_info_declaration, params_problem_declaration, kernels_header_name, render_batch, render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
 
 
@@ -283,7 +283,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     # vectors of states (Panda, per state: 64 ns against 244 at -O2 for any CPU)
     write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries,
                                                  params.nominal, [i for _, i in params.bodies()], params.nonnegative()),
-               python_extension_flags(*flags))
+               python_extension_flags(*flags, *ENTRY_POINT_FLAGS))
     emit_cffi_source(work, extension, header, f"rbdgen_{module}_entry_points",
                       [build_info_declaration(module), params_problem_declaration(module)]
                       + [line for sig in signatures for line in sig["declarations"]])

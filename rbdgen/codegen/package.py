@@ -98,6 +98,13 @@ def emit_cffi_source(work, extension, header, entry_points, declarations):
         ffi.emit_c_code(os.path.join(work, f"{extension}.c"))
 
 
+# The entry points' C (calls.c) beside the functions' flags: rbdgen_physical.c's test of the
+# parameters must round as rbdgen/model/physical.py does, in a group of states and alone. Fused
+# multiply-adds (gcc's default, clang's within an expression) accepted a body at the tolerance
+# that physical.py refuses: in groups of 8 states (gcc), or always (clang).
+ENTRY_POINT_FLAGS = ("-ffp-contract=off",)
+
+
 def python_extension_flags(*optimization):
     import numpy
     import sysconfig
