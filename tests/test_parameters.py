@@ -774,6 +774,12 @@ def test_non_physical_values(ur5):
                    "m_shoulder_link")
     # rnea, which solves nothing, computes with any finite values
     assert np.isfinite(ur5.rnea(s.q, s.v, s.a, params=negative_mass)).all()
+    # finite values too large to test (the inertia about the centre of mass overflows): one line too
+    huge = nominal.copy()
+    k = names.index("m_forearm_link")
+    huge[k:k + 10] *= 1e200
+    one_line_error(lambda: ur5.check_params(huge), "m_forearm_link", "too large")
+    one_line_error(lambda: ur5.aba(s.q, s.v, s.tau, params=huge), "too large")
 
 
 def test_non_physical_state_among_groups(ur5):

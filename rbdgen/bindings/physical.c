@@ -43,7 +43,9 @@ static inline int physical_body(const double *p, int strict)
                  c = p[9] - (hx * hx + hy * hy) * w, d = p[5] + hx * hy * w, e = p[7] + hx * hz * w,
                  f = p[8] + hy * hz * w;
     const double size = physical_max(scale, (hx * hx + hy * hy + hz * hz) * w), half = (a + b + c) / 2;
+    const double all = a + b + c + d + e + f + size;   /* inf or NaN: finite values too large to test */
     return (int)(m >= 0) & (int)!(massless & (int)(h > RBDGEN_PHYSICAL_TOLERANCE * scale))
+         & (int)(all - all == 0)
          & semidefinite(a, b, c, d, e, f, size)
          & ((int)!strict | semidefinite(half - a, half - b, half - c, -d, -e, -f, size));
 }

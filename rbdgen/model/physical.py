@@ -57,10 +57,15 @@ def _body_problem(p, names, strict):
         return f"mass {names[0]} is 0 but m c ({', '.join(names[1:4])}) is not", int(np.argmax(stray))
     # the rotational inertia about the centre of mass: Ic = I - (h.h 1 - h h^T) / m
     w = np.where(massless, 0.0, 1.0 / np.where(massless, 1.0, m))
-    Ic = (xx - (hy * hy + hz * hz) * w, yy - (hx * hx + hz * hz) * w, zz - (hx * hx + hy * hy) * w,
-          xy + hx * hy * w, xz + hx * hz * w, yz + hy * hz * w)
-    # relative to the inertias subtracted (a point mass: Ic is 0 up to their rounding)
-    size = np.maximum(scale, (hx * hx + hy * hy + hz * hz) * w)
+    with np.errstate(over="ignore", invalid="ignore"):   # finite values may overflow: tested below
+        Ic = (xx - (hy * hy + hz * hz) * w, yy - (hx * hx + hz * hz) * w, zz - (hx * hx + hy * hy) * w,
+              xy + hx * hy * w, xz + hx * hz * w, yz + hy * hz * w)
+        # relative to the inertias subtracted (a point mass: Ic is 0 up to their rounding)
+        size = np.maximum(scale, (hx * hx + hy * hy + hz * hz) * w)
+        overflow = ~np.isfinite(sum(Ic) + size)   # (as rbdgen_physical.c tests it)
+    if overflow.any():
+        return (f"the values {names[0]} .. {names[-1]} are too large to test: the inertia about the centre "
+                "of mass overflows double precision (give them in kg, m)"), int(np.argmax(overflow))
     negative = ~_semidefinite(*Ic, size)
     if negative.any():
         state = int(np.argmax(negative))
