@@ -113,12 +113,17 @@ def acceleration_step(k, a_parent, velocity, v_i, a_i):
     return k.X_up.apply_motion(a_parent) + combine(k.S, a_i) + k.c_J + velocity.cross_motion(combine(k.S, v_i))
 
 
+def tree_state(model, q, v, a):
+    """A model's tree (mimic joints expanded) and q, v, a given in the model's own coordinates,
+    expanded to the tree's."""
+    from ..model import mimic
+    return model.full, mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
+
+
 def tree_motion(model, ops, q, v, a):
     """For a model in its own coordinates (mimic joints expanded): its tree, the tree's joint
     kinematics, and every body's velocity and acceleration (gravity folded in, as rnea's)."""
-    from ..model import mimic
-    tree = model.full
-    q_full, v_full, a_full = mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
+    tree, q_full, v_full, a_full = tree_state(model, q, v, a)
     kin = joint_kinematics(tree, ops, q_full, v_full)
     velocities = body_velocities(tree, ops, kin, v_full)
     return tree, kin, velocities, body_accelerations(tree, ops, kin, velocities, v_full, a_full,

@@ -32,7 +32,8 @@ generator records it alone. The reference runs forward mode, so every build comp
 from ..model import mimic
 from ..spatial import Force, Motion, add3, combine, cross3, dot3, scale3, skew, sum_terms
 from . import derivatives
-from .kinematics import body_placements, gravity_acceleration, joint_kinematics, joint_slices, root_frame_placements
+from .kinematics import (body_placements, gravity_acceleration, joint_kinematics, joint_slices, root_frame_placements,
+                         tree_state)
 
 
 def applies(model):
@@ -78,8 +79,7 @@ def _add_B(A, B):
 
 def analytic_rnea_derivatives(model, ops, q, v, a):
     """(d tau / dq, d tau / dv), q in the tangent space, in the model's own coordinates."""
-    tree = model.full
-    q_full, v_full, a_full = mimic.expand_q(model, q), mimic.expand_v(model, v), mimic.expand_v(model, a)
+    tree, q_full, v_full, a_full = tree_state(model, q, v, a)
     kin = joint_kinematics(tree, ops, q_full)   # (a constant subspace has no bias c_J)
     v_of, a_of = joint_slices(tree, v_full, "v"), joint_slices(tree, a_full, "v")
     X_0, a_root = _placements_in_root_frame(tree, ops, kin)
