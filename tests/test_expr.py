@@ -139,3 +139,29 @@ def test_cse_shares_what_repeats_and_keeps_the_values():
 def test_arithmetic_with_anything_else_is_refused(bad):
     with pytest.raises(TypeError):
         x + bad
+
+
+def test_a_symbolic_run_leaves_no_reference_cycles():
+    """What a run makes is freed by reference counting when the run is done: a cycle (a product
+    keeping itself as its own key, a recursive closure holding CSE's memo) would keep it until the
+    collector walks millions of objects (Talos' symbolic work 6.4 -> 5.5 s of CPU without them)."""
+    import gc
+    from rbdgen.codegen.programs import generate_program
+    from rbdgen.table.functions import lookup
+    from helpers import robot_model
+    model = robot_model("ur5")
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        for name in ("crba", "aba", "minv", "rnea_derivatives"):
+            generate_program(model, lookup(name))
+        gc.collect()
+        expressions = [o for o in gc.garbage if isinstance(o, e.Expr)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert not expressions, f"{len(expressions)} expressions in reference cycles"

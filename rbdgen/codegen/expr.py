@@ -177,9 +177,12 @@ class Mul(_Collected):
 
     @property
     def key(self):
-        """The product without its coefficient (self when the coefficient is 1)."""
+        """The product without its coefficient (self when the coefficient is 1: not kept in
+        _key, where it would be a reference cycle that only the cycle collector frees)."""
+        if self.number == 1:
+            return self
         if self._key is None:
-            self._key = self if self.number == 1 else _product(1, self.items)
+            self._key = _product(1, self.items)
         return self._key
 
 

@@ -104,6 +104,9 @@ def eliminate_common_subexpressions(program):
     outputs = list(it)
     for expr in outputs:
         place(expr)
+    # rebuild and place call themselves through their closures' cells: a reference cycle that
+    # would keep memo (every expression met) alive until the cycle collector runs
+    del rebuild, place
     return Program(program.inputs, new_statements, outputs, program.output_shape)
 
 
