@@ -261,6 +261,23 @@ def test_a_module_answering_nan_fails_verification(tmp_path):
     assert report["gravity"]["ok"]
 
 
+def test_the_reference_computed_beside_the_compilation_is_verification_s(tmp_path, monkeypatch):
+    """A build computes verification's reference values in a worker before the module exists
+    (verify.reference_table): for every check of a C function, batched and single, of states and
+    of frames, the values verify_module would compute itself, and the same report."""
+    from rbdgen.algorithms import constrained
+    urdf = write_urdf(tmp_path, tiny_urdf(robot="early"))
+    module = rbdgen.build(urdf, out_dir=str(tmp_path / "out"), contacts=["tip:3d"],
+                          algorithms=["gravity", "crba", "aba", "frame_placement", "frame_jacobian_local"])
+    model = rbdgen.load_urdf(urdf)
+    table = verify.reference_table(model, list(module.operation_counts), module.frames,
+                                   constrained.parse_contacts(model, module.contacts))
+    assert {name for name, _ in table} == set(module.operation_counts)
+    plain = verify.verify_module(module, model)
+    monkeypatch.setattr(verify, "reference_values", lambda *args: pytest.fail(f"computed again: {args[1].name}"))
+    assert verify.verify_module(module, model, expected=table) == plain
+
+
 def test_generated_crba_is_exactly_symmetric(tmp_path):
     """One value per entry pair (the C copies M[j, i] from M[i, j]), whatever the compiler fuses."""
     from trees import random_tree

@@ -296,7 +296,7 @@ def test_module_that_failed_verification_is_not_reused(tmp_path, monkeypatch):
 
     calls = []
 
-    def failing_verify(module, model, states=5, seed=0, rel_tol=1e-10):
+    def failing_verify(module, model, states=5, seed=0, rel_tol=1e-10, expected=None):
         calls.append(module)
         return {"rnea": {"error": 1.0, "ok": False}}
 

@@ -191,11 +191,11 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
             progress(f"{module}: rebuilding ({problem})")
         _replacing_another_robot(target, model, progress)
         with cache.workspace(out_dir, module) as work:
-            _generate_into(work, model, module, specs, key, asked, source, flags, options.cse, progress, chosen,
-                           declared, out_dir)
+            expected = _generate_into(work, model, module, specs, key, asked, source, flags, options.cse, progress,
+                                      chosen, declared, out_dir, verify)
             report = None
             if verify:
-                report = _verify(work, model, module, progress)
+                report = _verify(work, model, module, progress, expected)
             cache.write_verification(work, key, report)
             cache.install(work, target)
         return load(target)
@@ -220,14 +220,15 @@ def _replacing_another_robot(target, model, progress):
         progress(f"replacing the module of robot {old!r} in {target} with robot {model.name!r}")
 
 
-def _verify(work, model, module, progress):
-    """Load the new module from its temporary folder and compare it with the reference;
-    CodegenError (and the folder is discarded) on any mismatch or non-finite value."""
+def _verify(work, model, module, progress, expected=None):
+    """Load the new module from its temporary folder and compare it with the reference (its
+    values `expected`, from verify.reference_table, where given); CodegenError (and the folder is
+    discarded) on any mismatch or non-finite value."""
     from ..runtime.verify import failure_line, verify_module
     t0 = time.perf_counter()
     # under a package name of its own: the installed copy is loaded again from its final place
     loaded = load(work, package=f"rbdgen_verifying_{module}_{hashlib.sha256(work.encode()).hexdigest()[:12]}")
-    report = verify_module(loaded, model)
+    report = verify_module(loaded, model, expected=expected)
     bad = {k: v for k, v in report.items() if not v["ok"]}
     if bad:
         name_, worst = next(iter(bad.items()))
@@ -245,8 +246,10 @@ def _condition(model):
 
 
 def _generate_into(work, model, module, specs, key, options, source, flags, cse, progress, frames, contacts,
-                   out_dir):
-    """Generate, render and compile every function (in parallel processes), then link.
+                   out_dir, verify=False):
+    """Generate, render and compile every function (in parallel processes), then link. With
+    `verify`, the workers also compute the reference values verification compares with, and
+    this returns them (verify.reference_table).
 
     Every file is named rbdgen_<module>_*, so no robot name can shadow a system header."""
     extension = f"_{module}_{key[:12]}"
@@ -292,8 +295,11 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     glue[f"{extension}.c"] = python_extension_flags("-O0")
     store = BuildCache(out_dir)
     fingerprint = (code_fingerprint(), model_fingerprint(model), module, bool(cse))
-    datas, objects, shared = generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts,
-                                                  glue, store, fingerprint)
+    from ..runtime.verify import reference_table
+    beside = (reference_table, (model, [spec.name for spec in specs], [f.name for f in frames], contacts)) \
+        if verify else None
+    datas, objects, shared, expected = generate_and_compile(work, model, module, specs, flags, cse, progress, bodies,
+                                                            contacts, glue, store, fingerprint, beside)
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace
         f.write(render_header(module, datas, model, frames, contacts))
     copy_binding(work)
@@ -308,6 +314,7 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     for together in shared:   # #include lines only: an export compiles each function's file
         os.remove(together)
     store.prune()
+    return expected
 
 
 def build(urdf_path, out_dir="generated", options=None, progress=_noop, **changes):

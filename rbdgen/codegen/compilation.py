@@ -36,7 +36,7 @@ SHARED_FILES = {"state": 4, "frame": 2, "contact": 1}
 # ones first. Any other function of states comes before the functions of a frame: the files it
 # shares with other small functions compile once all of them are there, beside the frames'
 # generation.
-GLUE_COST, STATE_COST, FRAME_COST = 15, 2, 1
+GLUE_COST, STATE_COST, FRAME_COST, BESIDE_COST = 15, 2, 1, 0
 
 
 def cost_of(spec):
@@ -61,17 +61,19 @@ def program_key(fingerprint, spec, bodies, contacts):
 
 
 def generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts, glue, store,
-                         fingerprint):
+                         fingerprint, beside=None):
     """Every function's program and C file, and the objects of functions and glue files
-    ({file: flags}), reusing what `store` holds. Returns (each spec's data, the object files,
-    the shared files {file: names of the functions it includes})."""
+    ({file: flags}), reusing what `store` holds. `beside`, (function, arguments) or None, is one
+    more job for the workers, the last to start (verification's reference values: it fills the
+    time the last compilations leave a worker idle). Returns (each spec's data, the object files,
+    the shared files {file: names of the functions it includes}, what `beside` answered)."""
     read = lambda name: _read(os.path.join(work, name))
     kernels = read(kernels_header_name(module))
     # the glue includes the module's headers, the entry points' code and (calls.c, cffi's wrappers)
     # Python's and NumPy's headers, whose versions stand for them
     glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
                      name in ("rbdgen_entry_points.c", "rbdgen_arrays.c")] + [python_abi(), numpy.__version__]
-    results, sources, objects, shared = {}, {}, [], {}
+    results, sources, objects, shared, answer = {}, {}, [], {}, None
     by_name = {spec.name: spec for spec in specs}
     waiting = {}   # shared file -> the functions it waits for
     for spec in specs:
@@ -148,6 +150,8 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
             else:
                 jobs.append((cost_of(spec), ("generate", key, spec.name), _generate_function,
                              (model, module, spec.name, cse, work, flags, bodies, contacts)))
+        if beside is not None:
+            jobs.append((BESIDE_COST, ("beside", None, beside[0].__name__), *beside))
 
         def submit_jobs():
             jobs.sort(key=lambda job: -job[0])
@@ -168,6 +172,8 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                 if kind == "generate":
                     data, obj, source, seconds = future.result()
                     ready(data, source, obj, key, seconds)
+                elif kind == "beside":
+                    answer = future.result()
                 else:
                     obj, seconds = future.result()
                     objects.append(obj)
@@ -179,7 +185,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                     elif kind == "function":
                         progress(f"  compiled {os.path.basename(obj)} (compile {seconds:.1f} s)")
             submit_jobs()
-    return [results[spec.name] for spec in specs], objects, shared
+    return [results[spec.name] for spec in specs], objects, shared, answer
 
 
 # A build that takes longer than QUIET_SECONDS says every PROGRESS_SECONDS what it is doing.
@@ -189,7 +195,7 @@ QUIET_SECONDS, PROGRESS_SECONDS = 30, 10
 def _still_working(pending, queued, specs, results, seconds):
     """One line: what the workers do now and how much is left."""
     generating = [item for kind, _, item in pending.values() if kind == "generate"]
-    compiling = [item for kind, _, item in pending.values() if kind != "generate"]
+    compiling = [item for kind, _, item in pending.values() if kind not in ("generate", "beside")]
     return (f"after {seconds:.0f} s: {len(results)} of {len(specs)} functions generated"
             + (f"; generating {', '.join(generating)}" if generating else "")
             + (f"; compiling {', '.join(compiling)}" if compiling else "")

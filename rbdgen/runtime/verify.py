@@ -63,9 +63,9 @@ def reference_values(model, spec, inputs, body=None):
     return double_values(model, spec, {name: np.asarray(inputs[name]) for name in spec.arguments(model)}, body)
 
 
-def _frames_to_check(module, model, rng):
-    """A few of the module's frames, on different bodies where possible (and the world's)."""
-    served = [model.frame(name) for name in module.frames]
+def _frames_to_check(frame_names, model, rng):
+    """A few of the frames served, on different bodies where possible (and the world's)."""
+    served = [model.frame(name) for name in frame_names]
     by_body = {}
     for frame in served:
         by_body.setdefault(frame.body, frame)
@@ -90,34 +90,65 @@ class Check:
         self.actual = actual.reshape(actual.shape[0], -1) if actual.size == expected.size else None
 
 
-def generated_checks(module, model, inputs, rng):
-    """A Check for every C function, batched and single."""
-    frames = _frames_to_check(module, model, rng)
-    contacts = constrained.parse_contacts(model, getattr(module, "contacts", ()))
-    for name in module.operation_counts:
+def _function_calls(model, names, contacts, inputs, frames):
+    """(name, spec, its batch of inputs, frame) of each C function's check: a function of a frame
+    once for each frame checked (its placement as an input), any other once (frame None)."""
+    for name in names:
         spec = fn_table.lookup(name, contacts)
         if spec.per_body:
             for frame in frames:
                 placement = np.array(placement_entries(frame.placement), dtype=float)
-                batch = dict(inputs, placement=np.broadcast_to(placement, (len(inputs["q"]), 12)))
-                function = functools.partial(getattr(module, "_" + name), frame.body)
-                args = [placement if arg == "placement" else inputs[arg] for arg in spec.arguments(model)]
-                yield from _calls(name, function, args, model, spec, batch, frame.body)
+                yield name, spec, dict(inputs, placement=np.broadcast_to(placement, (len(inputs["q"]), 12))), frame
+        else:
+            yield name, spec, inputs, None
+
+
+def verification_draws(model, frame_names, states=16, seed=0):
+    """The seeded random states and frames of a verification: (rng, inputs, frames), the
+    generator left where the task-space checks draw on."""
+    rng = np.random.default_rng(seed)
+    inputs = random_inputs(model, rng, max(1, states))
+    return rng, inputs, _frames_to_check(frame_names, model, rng)
+
+
+def reference_table(model, names, frame_names, contacts, states=16, seed=0):
+    """{(function, frame name or None): the reference's values} that verify_module compares the C functions
+    with, computed before the module exists: a build runs it in a worker beside the
+    compilation (Talos: 0.65 of verification's 0.85 s). contacts: the declared ones, parsed."""
+    _, inputs, frames = verification_draws(model, frame_names, states, seed)
+    return {_key(name, frame): reference_values(model, spec, batch, None if frame is None else frame.body)
+            for name, spec, batch, frame in _function_calls(model, names, contacts, inputs, frames)}
+
+
+def _key(name, frame):
+    return name, None if frame is None else frame.name
+
+
+def generated_checks(module, model, inputs, frames, expected):
+    """A Check for every C function, batched and single (the reference's values from
+    `expected` where it has them)."""
+    contacts = constrained.parse_contacts(model, getattr(module, "contacts", ()))
+    for name, spec, batch, frame in _function_calls(model, module.operation_counts, contacts, inputs, frames):
+        body = None if frame is None else frame.body
+        if frame is not None:
+            function = functools.partial(getattr(module, "_" + name), body)
+            args = [np.array(batch["placement"][0]) if arg == "placement" else batch[arg] for arg in spec.arguments(model)]
         else:
             function = getattr(module, ("_declared_" if spec.declared else "") + name)
             if model.parameters:   # by keyword: rnea and aba take f_ext before it
                 function = functools.partial(_params_last, function)
-            args = [inputs[arg][0] if INPUTS[arg].shared else inputs[arg] for arg in spec.arguments(model)]
-            yield from _calls(name, function, args, model, spec, inputs)
+            args = [batch[arg][0] if INPUTS[arg].shared else batch[arg] for arg in spec.arguments(model)]
+        yield from _calls(name, function, args, model, spec, batch, body, expected.get(_key(name, frame)))
 
 
 def _params_last(function, *args):
     return function(*args[:-1], params=args[-1])
 
 
-def _calls(name, function, args, model, spec, inputs, body=None):
+def _calls(name, function, args, model, spec, inputs, body=None, expected=None):
     """The function called on the batch, then on its first states one at a time."""
-    expected = reference_values(model, spec, inputs, body)
+    if expected is None:
+        expected = reference_values(model, spec, inputs, body)
     parts = part_slices(model, spec)
     states = {k: np.asarray(v) for k, v in inputs.items() if k in spec.arguments(model)}
 
@@ -147,7 +178,7 @@ def _flat(result, shape):
 def task_space_checks(module, model, inputs, rng):
     """A Check for each frame, point and contact function the module assembles in NumPy."""
     have = set(dir(module))
-    frames = _frames_to_check(module, model, rng) if "frames" in have else []
+    frames = _frames_to_check(module.frames, model, rng) if "frames" in have else []
     if not frames:
         return
     q, v, a, tau = (inputs[k][0] for k in ("q", "v", "a", "tau"))
@@ -213,15 +244,16 @@ def judge(check, close=FLOOR):
     return dict(result, ok=bool(own <= bound), truth_error=own, reference_error=theirs, bound=bound, kappa=kappa)
 
 
-def verify_module(module, model, states=16, seed=0, rel_tol=None):
+def verify_module(module, model, states=16, seed=0, rel_tol=None, expected=None):
     """{function: judge(...)}, the worst check of each: every C function over one batch of
     `states` random states (and the first states singly), the task-space functions at the
-    first state. `rel_tol` replaces 100 eps as the agreement that needs no arbitration."""
-    rng = np.random.default_rng(seed)
-    inputs = random_inputs(model, rng, max(1, states))
+    first state. `rel_tol` replaces 100 eps as the agreement that needs no arbitration;
+    `expected`, reference_table's answer for the same states, spares computing it again."""
+    rng, inputs, frames = verification_draws(model, module.frames, states, seed)
     close = FLOOR if rel_tol is None else rel_tol
     report = {}
-    for checks in (generated_checks(module, model, inputs, rng), task_space_checks(module, model, inputs, rng)):
+    for checks in (generated_checks(module, model, inputs, frames, expected or {}),
+                   task_space_checks(module, model, inputs, rng)):
         for check in checks:
             verdict = judge(check, close)
             old = report.get(check.name)
