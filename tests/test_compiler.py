@@ -98,6 +98,14 @@ def test_the_default_compiler_gets_its_own_flags(fresh):
         assert compiler.is_gcc(cc), f"the default compiler {cc} is neither clang nor gcc"
         assert compiler.openmp_flags() == ["-fopenmp"]
         assert set(compiler.GCC_FLAGS) <= set(flags) and "-mllvm" not in flags
+    # a long program's file compiles without clang's scheduler before register allocation
+    short = compiler.long_program_flags(flags, compiler.LONG_PROGRAM_OPERATIONS - 1)
+    long = compiler.long_program_flags(flags, compiler.LONG_PROGRAM_OPERATIONS)
+    assert short == flags and long[:len(flags)] == flags
+    if cc == "clang" and compiler._accepts(cc, "-mllvm", "-enable-misched=false"):
+        assert long[len(flags):] == ["-mllvm", "-enable-misched=false"]
+    else:
+        assert long == flags
 
 
 def test_a_module_built_by_gcc_is_verified_and_streams_its_batches(fresh, tmp_path):

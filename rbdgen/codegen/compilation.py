@@ -21,7 +21,7 @@ import numpy
 from ..errors import BuildError
 from ..table import functions as fn_table
 from .cache import python_abi
-from .compiler import c_compiler
+from .compiler import c_compiler, long_program_flags
 from .objects import digest
 from .programs import describe_choice, frame_programs, generate_program
 from .render import function_data, kernels_header_name, render_function
@@ -46,6 +46,12 @@ def cost_of(spec):
 def operations(datas):
     """The operations of functions' C: every body's program."""
     return sum(k["operations"] for data in datas for k in data["kernels"])
+
+
+def function_flags(flags, data):
+    """The flags that compile a function's own C file (compiler.long_program_flags of its
+    longest program: a function of a frame has one for each chain of bodies)."""
+    return long_program_flags(flags, max(k["operations"] for k in data["kernels"]))
 
 
 def shared_file(spec):
@@ -116,8 +122,9 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                 progress(f"  {name}: {data['operations']} operations (program cached)")
             if obj is not None:
                 objects.append(obj)
-                store.keep_object(store.object_key([text, kernels], flags), obj)
-            elif not small and compile_or_reuse(source, [text, kernels], flags, "function", cost_of(by_name[name])):
+                store.keep_object(store.object_key([text, kernels], function_flags(flags, data)), obj)
+            elif not small and compile_or_reuse(source, [text, kernels], function_flags(flags, data), "function",
+                                                cost_of(by_name[name])):
                 progress(f"  {name}: object cached")
             spec_place = shared_file(by_name[name])
             if small:
@@ -222,7 +229,8 @@ def _generate_function(model, module, name, cse, work, flags, bodies, contacts):
     with open(source, "w") as f:
         f.write(render_function(module, data))
     t2 = time.perf_counter()
-    obj = compile_source(source, flags, work) if operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
+    obj = compile_source(source, function_flags(flags, data), work) \
+        if operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
     return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
