@@ -43,15 +43,14 @@ GCC_FLAGS = ["-fno-gcse", "--param=sccvn-max-alias-queries-per-access=50",
 # dse-max-alias-queries-per-store above) compiles Talos' functions 10 % faster, Panda's and
 # Solo12's too, into the very same object files (clang 14, every function's file compared).
 CLANG_FLAGS = [["-mllvm", "-post-RA-scheduler=false"], ["-mllvm", "-dse-memoryssa-walklimit=10"]]
-# A long program (LONG_PROGRAM_OPERATIONS and more) compiles without the
-# scheduler before register allocation too: in a straight line already ordered by the
-# generator it is 10-22 % of clang's time (Talos: M^-1 3.55 -> 2.78 s, coriolis 3.89 -> 3.22,
-# regressor 3.49 -> 3.13, base_regressor 2.66 -> 2.33) and the code runs as fast (in-process
-# A/B, one call: Talos M^-1 2 417 / 2 448 ns, coriolis 2 434 / 2 410, regressor 3 304 / 3 287,
-# base_regressor 2 538 / 2 510, Solo12 aba_derivatives 3 009 / 3 006; 8 states: Talos M^-1
-# 14.0 / 12.7 us, coriolis 10.8 / 10.6). Shorter ones lose by it (Panda aba, above; Talos
-# crba 591 / 617 ns).
-LONG_PROGRAM_OPERATIONS = 12000
+# A long program (LONG_PROGRAM_OPERATIONS and more) compiles without the scheduler before
+# register allocation too: in a straight line already ordered by the generator it is 10-22 %
+# of clang's time (Talos: M^-1 3.55 -> 2.78 s, coriolis 3.89 -> 3.22, regressor 3.49 -> 3.13)
+# and the code runs as fast (in-process A/B, one call: Talos M^-1 2 417 / 2 448 ns, coriolis 2 434 / 2 410, regressor 3 304 / 3 287,
+# Solo12 aba_derivatives 3 009 / 3 006; 8 states: Talos M^-1 14.0 / 12.7 us, coriolis 10.8 /
+# 10.6). Shorter ones lose by it (Panda aba, above; Talos aba, 13 462 operations, 1 606 / 1 640
+# ns; crba 591 / 617 ns).
+LONG_PROGRAM_OPERATIONS = 15000
 CLANG_LONG_PROGRAM_FLAGS = [["-mllvm", "-enable-misched=false"]]
 # The CasADi interface: thousands of small symbols (one set per function and frame), each a
 # thunk its attributes leave unoptimized, and the code they share (casadi_api.h)
