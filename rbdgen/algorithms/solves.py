@@ -116,13 +116,14 @@ class FactorSolve:
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
         by): per block a fixed part (copies, the call, the mirror) and per row operation on a
-        vector of columns. Calibrated on an AMD EPYC with AVX-512 (8 lanes), from M^-1 through
-        the factors against the programs' times: UR5 162 ns, Panda 321, Solo12 752, Talos 3278,
-        straight-line code at 7.5 operations per ns; it predicts the faster of the two M^-1
-        programs on all four (Talos factored, the others straight-line)."""
-        panels = -(-self.columns // vector_width())
+        vector of columns, the blocks' columns side by side in the vectors. Calibrated on an AMD
+        EPYC with AVX-512 (8 lanes), from M^-1 through the factors against the programs' times:
+        UR5 162 ns, Panda 321, Solo12 752, Talos 3278, straight-line code at 7.5 operations per
+        ns; it predicts the faster of the two M^-1 programs on all four (Talos factored, the
+        others straight-line)."""
+        panels = -(-len(self.blocks) * self.columns // vector_width())
         vector_operations = panels * (2 * self.row_starts()[-1] + 2 * self.n)
-        return len(self.blocks) * (SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations)
+        return len(self.blocks) * SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations
 
     def operations(self):
         """Its floating-point operations: per block and column, the scaling by 1/D and two
