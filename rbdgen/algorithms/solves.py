@@ -116,12 +116,12 @@ class FactorSolve:
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
         by): per block a fixed part (copies, the call, the mirror) and per row operation on a
-        vector of columns, the blocks' columns side by side in the vectors. Calibrated on an AMD
+        vector of columns, a group's blocks side by side in the vectors. Calibrated on an AMD
         EPYC with AVX-512 (8 lanes), from M^-1 through the factors against the programs' times:
         UR5 162 ns, Panda 321, Solo12 752, Talos 3278, straight-line code at 7.5 operations per
         ns; it predicts the faster of the two M^-1 programs on all four (Talos factored, the
         others straight-line)."""
-        panels = -(-len(self.blocks) * self.columns // vector_width())
+        panels = sum(-(-len(group) * self.columns // vector_width()) for group in self.groups())
         vector_operations = panels * (2 * self.row_starts()[-1] + 2 * self.n)
         return len(self.blocks) * SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations
 
@@ -181,10 +181,25 @@ class FactorSolve:
                 "desc_at": [p for e in below for _, p in e] or [0], "copies": copies,
                 "packed": self.packed_size(),
                 "blocks": [{"start": b.start, "head_start": b.head_start, "scale": f"{float(b.scale)!r}",
-                            "identity": b.identity} for b in self.blocks]}
+                            "identity": b.identity} for b in self.blocks],
+                "groups": self.groups()}
+
+    def groups(self):
+        """The blocks solved together: consecutive blocks of at most GROUP_COLUMNS columns in all
+        (one block alone when it has more)."""
+        groups = []
+        for k in range(len(self.blocks)):
+            if groups and (len(groups[-1]) + 1) * self.columns <= GROUP_COLUMNS:
+                groups[-1].append(k)
+            else:
+                groups.append([k])
+        return groups
 
 
 SOLVE_BLOCK_COST = 940     # operations of straight-line code, see FactorSolve.cost
+# Columns solved together (the kernels' groups of blocks): 8 vectors of 8 lanes, whose rows
+# (Talos: 38 x 8 x 64 bytes) stay in the first-level cache
+GROUP_COLUMNS = 64
 SOLVE_VECTOR_COST = 4.4
 
 
