@@ -51,7 +51,7 @@ def operations(datas):
 def function_flags(flags, data):
     """The flags that compile a function's own C file (compiler.long_program_flags of its
     longest program: a function of a frame has one for each chain of bodies)."""
-    return long_program_flags(flags, max(k["operations"] for k in data["kernels"]))
+    return long_program_flags(flags, max((k["operations"] for k in data["kernels"]), default=0))
 
 
 def shared_file(spec):
