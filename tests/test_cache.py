@@ -267,8 +267,12 @@ def test_the_reference_computed_beside_the_compilation_is_verification_s(tmp_pat
     of frames, the values verify_module would compute itself, and the same report."""
     from rbdgen.algorithms import constrained
     urdf = write_urdf(tmp_path, tiny_urdf(robot="early"))
+    computed_here = []   # the reference's values computed in this process (the workers are others)
+    real = verify.reference_values
+    monkeypatch.setattr(verify, "reference_values", lambda *args: computed_here.append(args[1].name) or real(*args))
     module = rbdgen.build(urdf, out_dir=str(tmp_path / "out"), contacts=["tip:3d"],
                           algorithms=["gravity", "crba", "aba", "frame_placement", "frame_jacobian_local"])
+    assert computed_here == [], "the build's verification computed the reference again"
     model = rbdgen.load_urdf(urdf)
     table = verify.reference_table(model, list(module.operation_counts), module.frames,
                                    constrained.parse_contacts(model, module.contacts))

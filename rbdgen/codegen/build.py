@@ -295,9 +295,10 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
     glue[f"{extension}.c"] = python_extension_flags("-O0")
     store = BuildCache(out_dir)
     fingerprint = (code_fingerprint(), model_fingerprint(model), module, bool(cse))
-    from ..runtime.verify import reference_table
-    beside = (reference_table, (model, [spec.name for spec in specs], [f.name for f in frames], contacts)) \
-        if verify else None
+    beside = None
+    if verify:
+        from ..runtime.verify import reference_table
+        beside = (reference_table, (model, [spec.name for spec in specs], [f.name for f in frames], contacts))
     datas, objects, shared, expected = generate_and_compile(work, model, module, specs, flags, cse, progress, bodies,
                                                             contacts, glue, store, fingerprint, beside)
     with open(os.path.join(work, header), "w") as f:   # now with each function's cost and workspace

@@ -117,7 +117,7 @@ def compile_flags(native):
     if is_gcc(cc):
         own = GCC_FLAGS
     elif _is_clang(cc):
-        own = [flag for option in CLANG_FLAGS if _accepts(cc, *option) for flag in option]
+        own = _accepted(cc, CLANG_FLAGS)
     else:
         own = []
     return OPT_FLAGS + own + (["-march=native"] if native else [])
@@ -127,9 +127,14 @@ def long_program_flags(flags, operations):
     """The flags of a function's C file: `flags`, and for a long program what spares clang's
     time on it."""
     cc = c_compiler()
-    if operations < LONG_PROGRAM_OPERATIONS or not _is_clang(cc) or is_gcc(cc):
+    if operations < LONG_PROGRAM_OPERATIONS or not _is_clang(cc):
         return list(flags)
-    return list(flags) + [flag for option in CLANG_LONG_PROGRAM_FLAGS if _accepts(cc, *option) for flag in option]
+    return list(flags) + _accepted(cc, CLANG_LONG_PROGRAM_FLAGS)
+
+
+def _accepted(cc, options):
+    """The flags of the options (each a list of words) this compiler takes."""
+    return [flag for option in options if _accepts(cc, *option) for flag in option]
 
 
 def openmp_flags():
