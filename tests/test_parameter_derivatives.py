@@ -8,9 +8,12 @@ UR5 is built once with parameters inertia:all, gravity and armature (69 of them)
 2. Both equal central differences of the module's rnea / aba in params, at random physical
    parameters; rnea's inertial columns equal Pinocchio's joint-torque regressor (nominal
    parameters), and its armature columns are a (diagonal).
-3. CasADi's rnea and aba take params last; their Jacobian blocks in params equal the
+3. Panda (103 parameters) and Solo12 (130) keep aba_parameter_derivatives' product with M^-1,
+   or its solves with M's factors, as a loop after the program: against -M^-1 d rnea / d
+   params with NumPy's solve, central differences, and batches of per-state parameters.
+4. CasADi's rnea and aba take params last; their Jacobian blocks in params equal the
    derivative functions and central differences.
-4. JAX's rnea and aba take params (positionally last or by keyword; nominal when left out);
+5. JAX's rnea and aba take params (positionally last or by keyword; nominal when left out);
    jacfwd and jacrev in params equal the derivative functions and central differences, and
    jax.grad of a scalar loss in params equals central differences; rnea with f_ext too (no
    origin parameters: f_ext's share does not depend on them), aba with f_ext refuses. (The JAX tests come last:
@@ -23,7 +26,7 @@ import numpy as np
 import pytest
 
 import rbdgen
-from helpers import assert_close, central_differences, random_state, robot_path, to_pinocchio_q
+from helpers import ROBOTS, assert_close, central_differences, random_state, robot_model, robot_path, to_pinocchio_q
 from rbdgen.errors import CodegenError
 from rbdgen.model.parameters import parameters_of, with_parameters
 from rbdgen.table.functions import select
@@ -102,6 +105,53 @@ def test_inertial_columns_are_pinocchios_regressor(built, point):
     assert_close("inertial columns against Pinocchio's regressor", D[:, inertial], Y, PINOCCHIO_TOL)
     armature = [k for k, name in enumerate(module.param_names) if name.startswith("armature_")]
     assert_close("armature columns", D[:, armature], np.diag(x["a"]), EXACT_TOL)
+
+
+# Each robot's parameters and the program its aba_parameter_derivatives keeps: the product with
+# M^-1 (Panda: the sparse factors lose digits there) or M's factors (Solo12, above
+# DENSE_SOLVE_MAX_NV), both after the program as loops, their factors placed among the zeros of
+# d rnea / d params
+AFTER_THE_PROGRAM = {"panda": (["inertia:all", "payload:panda_hand", "gravity"], "aba_parameter_derivatives_deferred"),
+                     "solo12": (["inertia:all"], "aba_parameter_derivatives_solved")}
+
+
+@pytest.fixture(scope="module")
+def after_the_program(tmp_path_factory):
+    """{robot: (module, model with parameters)} for AFTER_THE_PROGRAM."""
+    built = {}
+    for robot, (specs, _) in AFTER_THE_PROGRAM.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = rbdgen.build(robot_path(robot), out_dir=str(tmp_path_factory.mktemp("wide")),
+                                  name=f"{robot}_wide", floating_base=ROBOTS[robot][1], parameters=specs,
+                                  algorithms=["crba", "aba", "rnea_parameter_derivatives", "aba_parameter_derivatives"])
+            built[robot] = module, with_parameters(robot_model(robot), specs)
+    return built
+
+
+@pytest.mark.parametrize("robot", sorted(AFTER_THE_PROGRAM))
+def test_parameter_columns_solved_after_the_program(after_the_program, robot):
+    """-M^-1 d rnea / d params with its solve (or product) after the program: against NumPy's
+    solve with the module's M, central differences of aba, and a batch whose states carry
+    their own parameters against the single calls."""
+    module, model = after_the_program[robot]
+    kept = module._META["functions"]["aba_parameter_derivatives"]["accuracy"]["kept"]
+    assert kept == AFTER_THE_PROGRAM[robot][1]
+    rng = np.random.default_rng(SEED)
+    states = [random_state(model, rng) for _ in range(11)]
+    q, v = (np.array([s[k] for s in states]) for k in (0, 1))
+    tau = rng.normal(size=(len(states), model.nv))
+    params = parameters_of(model).sample(rng, len(states))
+    batch = module.aba_parameter_derivatives(q, v, tau, params)
+    for s in range(len(states)):
+        D = module.aba_parameter_derivatives(q[s], v[s], tau[s], params[s])
+        assert_close(f"state {s} of the batch", batch[s], D, EXACT_TOL)
+        qdd = module.aba(q[s], v[s], tau[s], params=params[s])
+        exact = -np.linalg.solve(module.crba(q[s], params=params[s]),
+                                 module.rnea_parameter_derivatives(q[s], v[s], qdd, params[s]))
+        assert_close("d aba / d params as -M^-1 d rnea / d params", D, exact, EXACT_TOL)
+    fd = central_differences(lambda p: module.aba(q[0], v[0], tau[0], params=p), [params[0]], 0)
+    assert_close("d aba / d params against central differences", batch[0], fd, FD_TOL)
 
 
 @pytest.mark.parametrize("name", ["rnea", "aba"])

@@ -109,6 +109,49 @@ def test_kkt_solve_after_the_program(seed, damping):
         assert np.abs(np.vstack([head, square]) - truth).max() <= SOLVE_TOL * np.abs(truth).max(), f"block {k}"
 
 
+def _wide_right_sides(model, rng, width):
+    """n x width right-hand sides whose column c is zero below coordinate c mod n (as a body's
+    parameters reach only the joints above it): zeros for the factors."""
+    n = model.nv
+    B = rng.standard_normal((n, width))
+    for c in range(width):
+        B[c % n + 1:, c] = 0
+    return B
+
+
+@pytest.mark.parametrize("seed, inverse", [(6, False), (7, True), (8, True)])
+def test_wide_block_with_the_factors_in_its_zeros(seed, inverse):
+    """aba_parameter_derivatives' solve: one block of more columns than rows (a column a
+    parameter), whose factors (M's, or M^-1's upper triangle) the program leaves after the
+    outputs; `placed` moves them into exact zeros of the right-hand sides, which the solve reads
+    as zeros. Against NumPy's dense solve, and bit for bit the straight-line solve."""
+    model = random_tree(seed, 7, floating_base=seed == 8)
+    rng = np.random.default_rng(seed)
+    n, width = model.nv, 3 * model.nv + 5
+    lam = mimic.elimination_parents(model)
+    solve = FactorSolve(tuple(lam), ((n * width, n * n),), (Block(0, -1, width=width),), inverse=inverse)
+    q, _, _ = random_state(model, rng)
+    M = np.array(mimic.crba(model, OPS, q), dtype=float)
+    factors = fd_crba.ltdl(OPS, [list(row) for row in M], lam)
+    packed = ([x for i, row in enumerate(np.linalg.inv(M)) for x in row[i:]] if inverse
+              else fd_crba.packed_factors(OPS, factors, lam, 0))
+    B = _wide_right_sides(model, rng, width)
+    outputs = [0 if x == 0 else float(x) for x in B.ravel()] + list(packed)
+    placed = solve.compacted(outputs).placed(outputs, n * width)
+    assert len(outputs) == n * width and placed.cleared
+    assert sum(length for _, length in placed.factors) == placed.packed_size()
+    got = placed.apply(np.array([outputs]))[0].reshape(n, width)
+    truth = -np.linalg.solve(M, B)
+    assert np.abs(got - truth).max() <= SOLVE_TOL * np.abs(truth).max()
+    if not inverse:
+        straight = np.array([[-x for x in fd_crba.ltdl_solve(OPS, factors, lam, list(B[:, c]))]
+                             for c in range(width)]).T
+        assert np.array_equal(got, straight)
+    # too few zeros: no room, and the generator records the program without this solve
+    dense = [1.0] * (n * width) + list(packed)
+    assert solve.placed(dense, n * width) is None
+
+
 def test_factor_solve_counts_and_cost():
     """A chain of 3: L has 3 entries (1 -> 0, 2 -> 1 and 0)."""
     solve = FactorSolve((-1, 0, 1), ((0, 9),), (Block(0, 1, True),))

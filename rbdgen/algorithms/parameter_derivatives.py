@@ -18,7 +18,8 @@ against 1 991 by forward mode over every parameter.
 
 Forward dynamics: rnea(q, v, q-ddot(params), params) = tau holds identically, so
 d q-ddot / d params = -M^-1 d rnea / d params at (q, v, q-ddot), the product with M^-1 or the
-solves with M's sparse factors as derivatives.aba_derivatives does (DENSE_SOLVE_MAX_NV).
+solves with M's sparse factors as derivatives.aba_derivatives does (DENSE_SOLVE_MAX_NV), each
+also as a loop after the program over all the parameters' columns (algorithms.solves).
 
 Written once for every scalar: numbers (NumPy batches, mpmath) for the reference and symbols
 for the generator. A model with mimic joints has its parameters on the tree; the regressor
@@ -29,7 +30,7 @@ from ..model.parameters import inertia_entries, inertia_from_entries, parameters
 from ..spatial import sum_terms
 from . import mimic
 from .derivatives import DENSE_SOLVE_MAX_NV, Dual, DualOps, derivative_columns
-from .fd_crba import ltdl, ltdl_solve
+from .fd_crba import ltdl, ltdl_solve, packed_factors
 from .regressor import PER_BODY, regressor
 
 # The parameter groups whose columns come from the regressor (tau is linear in them)
@@ -91,13 +92,9 @@ def aba_parameter_derivatives(model, ops, q, v, tau, params):
     """d aba(q, v, tau) / d params (nv x np) = -M^-1 d rnea / d params at (q, v, q-ddot)."""
     if not solves_densely(model):
         return aba_parameter_derivatives_factored(model, ops, q, v, tau, params)
-    parameters = parameters_of(model)
-    valued = parameters.model_with(list(params))
+    Minv, D = _through_minv(model, ops, q, v, tau, params)
     n = model.nv
-    qdd = [ops.let("qdd", 0, x) for x in mimic.aba(valued, ops, q, v, tau)]
-    Minv = mimic.minv(valued, ops, q)
-    D = rnea_parameter_derivatives(model, ops, q, v, qdd, params)
-    return [[-sum_terms(Minv[r][k] * D[k][c] for k in range(n)) for c in range(len(parameters))] for r in range(n)]
+    return [[-sum_terms(Minv[r][k] * D[k][c] for k in range(n)) for c in range(len(D[0]))] for r in range(n)]
 
 
 def aba_parameter_derivatives_factored(model, ops, q, v, tau, params):
@@ -105,13 +102,48 @@ def aba_parameter_derivatives_factored(model, ops, q, v, tau, params):
     every column's solve: the table's way above DENSE_SOLVE_MAX_NV, a variant below it (fewer
     operations than the product with M^-1 on UR5 and Panda: 5 188 against 6 236, 14 908
     against 15 709)."""
-    parameters = parameters_of(model)
-    valued = parameters.model_with(list(params))
+    lam, factors, D = _through_factors(model, ops, q, v, tau, params)
     n = model.nv
+    solved = [ltdl_solve(ops, factors, lam, [-D[r][c] for r in range(n)]) for c in range(len(D[0]))]
+    return [[solved[c][r] for c in range(len(D[0]))] for r in range(n)]
+
+
+def aba_parameter_derivatives_deferred(model, ops, q, v, tau, params):
+    """aba_parameter_derivatives without its product: d rnea / d params at (q, v, q-ddot), then
+    M^-1's upper triangle after it, which the generator moves into zeros of d rnea / d params
+    (solves.FactorSolve.placed, `inverse`); the product -M^-1 d rnea / d params runs after the
+    program as a loop, eight columns to a vector. The same quantities as the table's algorithm,
+    whose digits it keeps (M's sparse factors lose them on Panda: 2e-13 against 3e-14); Panda
+    with inertia:all, payload:panda_hand and gravity (103 columns), one call 2.1 -> 1.8 us."""
+    Minv, D = _through_minv(model, ops, q, v, tau, params)
+    return [D, [Minv[i][j] for i in range(model.nv) for j in range(i, model.nv)]]
+
+
+def aba_parameter_derivatives_solved(model, ops, q, v, tau, params):
+    """aba_parameter_derivatives without its solves: d rnea / d params at (q, v, q-ddot), then
+    the packed factors of M = L^T D L after it (the n x np outputs have no room for them: the
+    generator moves them into zeros of d rnea / d params, solves.FactorSolve.placed). The
+    solves -M^-1 d rnea / d params run after the program as loops over all columns, eight to a
+    vector (algorithms.solves): Solo12 with inertia:all (130 columns), one call 4.4 -> 3.6 us
+    against the straight-line solves (the table's way there)."""
+    lam, factors, D = _through_factors(model, ops, q, v, tau, params)
+    return [D, packed_factors(ops, factors, lam, 0)]
+
+
+def _through_minv(model, ops, q, v, tau, params):
+    """(M^-1, d rnea / d params at ABA's q-ddot)."""
+    valued = parameters_of(model).model_with(list(params))
+    qdd = [ops.let("qdd", 0, x) for x in mimic.aba(valued, ops, q, v, tau)]
+    Minv = mimic.minv(valued, ops, q)
+    return Minv, rnea_parameter_derivatives(model, ops, q, v, qdd, params)
+
+
+def _through_factors(model, ops, q, v, tau, params):
+    """(elimination parents, M's L^T D L factors, d rnea / d params at q-ddot from them)."""
+    valued = parameters_of(model).model_with(list(params))
     lam = mimic.elimination_parents(valued)
     factors = ltdl(ops, [list(row) for row in mimic.crba(valued, ops, q)], lam)
     bias = mimic.nle(valued, ops, q, v)
     qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, factors, lam, [t - b for t, b in zip(tau, bias)])]
-    D = rnea_parameter_derivatives(model, ops, q, v, qdd, params)
-    solved = [ltdl_solve(ops, factors, lam, [-D[r][c] for r in range(n)]) for c in range(len(parameters))]
-    return [[solved[c][r] for c in range(len(parameters))] for r in range(n)]
+    return lam, factors, rnea_parameter_derivatives(model, ops, q, v, qdd, params)
+

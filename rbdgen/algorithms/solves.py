@@ -10,6 +10,13 @@ solves all columns together, each step one row operation that the compiler vecto
 The loop performs the straight-line solve's operations in the same order (fd_crba.ltdl_solve,
 column by column), so it rounds the same, and `apply` does the same on NumPy arrays for the
 generator's accuracy measurement (codegen.evaluate).
+
+aba_parameter_derivatives' -M^-1 d rnea / d params is one block of a column per parameter
+(Panda's 103), wider than it is tall, whose outputs have no room for the factors: the program
+leaves them after its outputs and the generator moves them into exact zeros of d rnea / d
+params (`placed`). There the factors may also be M^-1 itself, from the articulated-body
+algorithm (`inverse`), and the loop a product: on Panda M's sparse factors lose digits that
+the straight-line product with M^-1 keeps (2e-13 against 3e-14 on 32 states).
 """
 
 import functools
@@ -22,15 +29,17 @@ import numpy as np
 class Block:
     """Columns of the output solved in place: X <- scale A^-1 X, A = L^T D L the factorized matrix.
 
-    A column's unknowns after the solve's `head` are the rows of a square row-major block at
-    `start`; the head's (a KKT system's multipliers) are rows of the same width at `head_start`.
-    `identity`: the block starts as the identity below the head and zero in it (the program
-    leaves it to the solve), and the square part's upper triangle is mirrored (M^-1, or the
-    KKT system's projected inverse: symmetric exactly)."""
+    A column's unknowns after the solve's `head` are the rows of a row-major block at `start`,
+    square unless `width` says how many columns it has (aba_parameter_derivatives: one per
+    parameter); the head's (a KKT system's multipliers) are rows of the same width at
+    `head_start`. `identity`: the block starts as the identity below the head and zero in it
+    (the program leaves it to the solve), and the square part's upper triangle is mirrored
+    (M^-1, or the KKT system's projected inverse: symmetric exactly)."""
     start: int
     scale: int = 1
     identity: bool = False
     head_start: int = 0
+    width: int = None
 
 
 @dataclass(frozen=True)
@@ -43,12 +52,19 @@ class FactorSolve:
     multipliers of a KKT system whose contact rows sit above the root, see
     derivatives.contact_dynamics_derivatives_factored); every block has n - head columns.
     `pattern`: each row's ancestors whose L entries are packed (default: all; `compacted`
-    leaves out those the program knows to be zero)."""
+    leaves out those the program knows to be zero). `cleared`: the factors sit in entries of
+    the blocks that are zeros of the right-hand sides (`placed`), which the solve sets to zero
+    again once it has read them. `inverse`: the program stored A^-1 itself instead, its upper
+    triangle row by row, and the solve is the product with it (no head); the articulated-body
+    M^-1 keeps digits that M's sparse factors lose (Panda's aba_parameter_derivatives).
+    """
     parents: tuple
     factors: tuple
     blocks: tuple
     head: int = 0
     pattern: tuple = None
+    cleared: bool = False
+    inverse: bool = False
 
     @property
     def n(self):
@@ -57,6 +73,10 @@ class FactorSolve:
     @property
     def columns(self):
         return self.n - self.head
+
+    def width(self, block):
+        """The columns of a block: its own width, or those of a square one."""
+        return self.columns if block.width is None else block.width
 
     def entries(self, i):
         """The ancestors j of row i with an entry L[i, j], nearest first."""
@@ -74,6 +94,8 @@ class FactorSolve:
         (a list, rewritten: the remaining factors packed again from the first entry). On a KKT
         system most are: a foot's contact rows reach no coordinate of another leg, none of
         the arms' (Solo12: 273 of 381 entries left, Talos ...)."""
+        if self.inverse:
+            return self
         entries, n = self.factor_entries(), self.n
         values = [outputs[k] for k in entries]
         kept, pattern, at = values[:n], [], n
@@ -92,8 +114,30 @@ class FactorSolve:
             outputs[k] = x
         return compact
 
+    def placed(self, outputs, size):
+        """This solve with the factors that the program left after its `size` outputs (a
+        function whose outputs leave no room for them) moved into exact zeros of the blocks'
+        right-hand sides, first ones first, and the outputs cut to `size` (a list, rewritten);
+        None when the blocks have too few zeros. aba_parameter_derivatives' d rnea / d params
+        has many: a body's parameters reach only the joints above it."""
+        entries = self.factor_entries()
+        if all(k < size for k in entries):
+            return self
+        zeros = [k for b in self.blocks for k in self._block_entries(b) if _is_exact_zero(outputs[k])]
+        if len(zeros) < len(entries):
+            return None
+        places = zeros[:len(entries)]
+        for to, k in zip(places, entries):
+            outputs[to] = outputs[k]
+        del outputs[size:]
+        return replace(self, factors=tuple(runs(places)), cleared=True)
+
+    def _block_entries(self, b):
+        c = self.width(b)
+        return [*range(b.head_start, b.head_start + self.head * c), *range(b.start, b.start + self.columns * c)]
+
     def packed_size(self):
-        return self.n + self.row_starts()[-1]
+        return self.n * (self.n + 1) // 2 if self.inverse else self.n + self.row_starts()[-1]
 
     def fits(self):
         """Whether the segments hold the packed factors."""
@@ -108,10 +152,8 @@ class FactorSolve:
         """The output entries the program need not write: the solve writes them, whatever was
         there, and does not read them (an identity block's, the packed factors' apart: those
         are read, zeros included)."""
-        c, factors = self.columns, set(self.factor_entries())
-        solved = [k for b in self.blocks if b.identity
-                  for k in [*range(b.start, b.start + c * c), *range(b.head_start, b.head_start + self.head * c)]]
-        return [k for k in solved if k not in factors]
+        factors = set(self.factor_entries())
+        return [k for b in self.blocks if b.identity for k in self._block_entries(b) if k not in factors]
 
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
@@ -121,41 +163,67 @@ class FactorSolve:
         UR5 162 ns, Panda 321, Solo12 752, Talos 3278, straight-line code at 7.5 operations per
         ns; it predicts the faster of the two M^-1 programs on all four (Talos factored, the
         others straight-line)."""
-        panels = sum(-(-len(group) * self.columns // vector_width()) for group in self.groups())
-        vector_operations = panels * (2 * self.row_starts()[-1] + 2 * self.n)
+        panels = sum(padded_panels(-(-sum(self.width(self.blocks[k]) for k in group) // vector_width()))
+                     for group in self.groups())
+        per_panel = self.n * self.n + self.n if self.inverse else 2 * self.row_starts()[-1] + 2 * self.n
+        vector_operations = panels * per_panel
         return len(self.blocks) * SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations
 
     def operations(self):
         """Its floating-point operations: per block and column, the scaling by 1/D and two
         multiply-adds per entry of L."""
-        return len(self.blocks) * self.columns * (self.n + 4 * self.row_starts()[-1])
+        per_column = 2 * self.n * self.n if self.inverse else self.n + 4 * self.row_starts()[-1]
+        return sum(self.width(b) for b in self.blocks) * per_column
 
     def apply(self, out):
         """The solve on outputs (batch, out_size) in place, in the C loop's order."""
-        n, head, c, first = self.n, self.head, self.columns, self.row_starts()
+        n, head = self.n, self.head
         packed = out[:, self.factor_entries()]
-        dinv, L = packed[:, :n], packed[:, n:]
+        if self.cleared:
+            out[:, self.factor_entries()] = 0
         for b in self.blocks:
+            c = self.width(b)
             X = np.zeros((out.shape[0], n, c))
             if b.identity:
                 X[:, head:] = np.eye(c)
             else:
                 X[:, :head] = out[:, b.head_start:b.head_start + head * c].reshape(len(out), head, c)
-                X[:, head:] = out[:, b.start:b.start + c * c].reshape(-1, c, c)
-            for i in reversed(range(n)):        # L^T Y = X
-                for p, j in enumerate(self.entries(i), first[i]):
-                    X[:, j] = X[:, j] - L[:, p, None] * X[:, i]
-            for i in range(n):                  # D Z = Y, then L X = Z
-                X[:, i] = X[:, i] * (b.scale * dinv[:, i, None])
-                for p, j in enumerate(self.entries(i), first[i]):
-                    X[:, i] = X[:, i] - L[:, p, None] * X[:, j]
+                X[:, head:] = out[:, b.start:b.start + self.columns * c].reshape(len(out), self.columns, c)
+            X = (self._times_inverse if self.inverse else self._sweeps)(packed, X, b.scale)
             square = X[:, head:]
             if b.identity:                      # the upper triangle, mirrored
                 lower = np.tril_indices(c, -1)
                 square[:, lower[0], lower[1]] = square[:, lower[1], lower[0]]
             out[:, b.head_start:b.head_start + head * c] = X[:, :head].reshape(len(out), head * c)
-            out[:, b.start:b.start + c * c] = square.reshape(len(out), c * c)
+            out[:, b.start:b.start + self.columns * c] = square.reshape(len(out), self.columns * c)
         return out
+
+    def _sweeps(self, packed, X, scale):
+        """scale A^-1 X through the factors: L^T Y = X, D Z = Y, then L X = Z."""
+        n, first = self.n, self.row_starts()
+        dinv, L = packed[:, :n], packed[:, n:]
+        for i in reversed(range(n)):
+            for p, j in enumerate(self.entries(i), first[i]):
+                X[:, j] = X[:, j] - L[:, p, None] * X[:, i]
+        for i in range(n):
+            X[:, i] = X[:, i] * (scale * dinv[:, i, None])
+            for p, j in enumerate(self.entries(i), first[i]):
+                X[:, i] = X[:, i] - L[:, p, None] * X[:, j]
+        return X
+
+    def _times_inverse(self, packed, X, scale):
+        """scale A^-1 X with A^-1's upper triangle packed: each row's sum in the order of j."""
+        n = self.n
+        upper = np.triu_indices(n)
+        inverse = np.zeros((len(X), n, n))
+        inverse[:, upper[0], upper[1]] = packed
+        inverse[:, upper[1], upper[0]] = packed
+        Y = np.zeros_like(X)
+        for i in range(n):
+            for j in range(n):
+                Y[:, i] = Y[:, i] + inverse[:, i, j, None] * X[:, j]
+            Y[:, i] = Y[:, i] * scale
+        return Y
 
     def c_data(self):
         """What the template needs: the tables (see rbdgen_factor_solve), the copies of the
@@ -175,24 +243,32 @@ class FactorSolve:
             if count > 0:
                 copies.append({"from": start, "to": taken, "count": count})
             taken += count
+        groups = []
+        for group in self.groups():
+            offset, blocks = 0, []
+            for k in group:
+                b = self.blocks[k]
+                blocks.append({"start": b.start, "head_start": b.head_start, "scale": f"{float(b.scale)!r}",
+                               "identity": b.identity, "width": self.width(b), "offset": offset})
+                offset += self.width(b)
+            groups.append({"blocks": blocks, "columns": offset})
         return {"n": n, "head": self.head, "columns": self.columns,
                 "anc_first": first, "anc_row": [j for chain in ancestors for j in chain] or [0],
                 "desc_first": desc_first, "desc_row": [i for e in below for i, _ in e] or [0],
                 "desc_at": [p for e in below for _, p in e] or [0], "copies": copies,
-                "packed": self.packed_size(),
-                "blocks": [{"start": b.start, "head_start": b.head_start, "scale": f"{float(b.scale)!r}",
-                            "identity": b.identity} for b in self.blocks],
-                "groups": self.groups()}
+                "cleared": self.cleared, "inverse": self.inverse, "packed": self.packed_size(), "groups": groups}
 
     def groups(self):
         """The blocks solved together: consecutive blocks of at most GROUP_COLUMNS columns in all
         (one block alone when it has more)."""
-        groups = []
-        for k in range(len(self.blocks)):
-            if groups and (len(groups[-1]) + 1) * self.columns <= GROUP_COLUMNS:
+        groups, columns = [], 0
+        for k, b in enumerate(self.blocks):
+            if groups and columns + self.width(b) <= GROUP_COLUMNS:
                 groups[-1].append(k)
+                columns += self.width(b)
             else:
                 groups.append([k])
+                columns = self.width(b)
         return groups
 
 
@@ -201,6 +277,25 @@ SOLVE_BLOCK_COST = 940     # operations of straight-line code, see FactorSolve.c
 # (Talos: 38 x 8 x 64 bytes) stay in the first-level cache
 GROUP_COLUMNS = 64
 SOLVE_VECTOR_COST = 4.4
+
+
+def runs(indices):
+    """Sorted indices as (start, length) runs of consecutive ones."""
+    found = []
+    for k in indices:
+        if found and found[-1][0] + found[-1][1] == k:
+            found[-1][1] += 1
+        else:
+            found.append([k, 1])
+    return [tuple(run) for run in found]
+
+
+def padded_panels(panels):
+    """The vectors a group's rows take in the C loop: its panels in passes of at most 8 (the
+    accumulators kept in registers), every pass as wide, the last padded (Solo12's 130
+    parameter columns: 17 panels in 3 passes of 6, not 3 of 8)."""
+    passes = -(-panels // 8)
+    return passes * -(-panels // passes)
 
 
 @functools.lru_cache(maxsize=None)

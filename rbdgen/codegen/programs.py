@@ -59,6 +59,7 @@ def generate_program(model, spec, cse=True, choice=None):
 
 def _generate_program(model, spec, cse, choice):
     inputs = spec.input_sizes(model)
+    size = int(np.prod(spec.output(model)))
 
     def program_of(variant):
         def run(ops, *args):
@@ -66,7 +67,9 @@ def _generate_program(model, spec, cse, choice):
         program = optimize(record(run, inputs, spec.output(model)), cse=cse)
         program.counts["cost"] = program.counts["operations"]
         if variant.solve is not None:
-            program.solve = variant.solve(model).compacted(program.outputs)
+            program.solve = variant.solve(model).compacted(program.outputs).placed(program.outputs, size)
+            if program.solve is None:   # no room for the factors in the outputs
+                return None
             program.counts["operations"] += program.solve.operations()
             program.counts["cost"] += program.solve.cost()
         return program
@@ -88,12 +91,18 @@ def _generate_program(model, spec, cse, choice):
     for candidates in rounds:
         for variant in candidates:
             program = program_of(variant)
+            if program is None:
+                continue
             measured.append((variant, program, yardstick.error(evaluate(program, states))))
         accurate = [m for m in measured if m[2] <= yardstick.budget / SELECTION_MARGIN]
         if accurate:
             break
-    # none within budget (the optimizer lost digits even in the table's algorithm): the most accurate
-    kept = min(accurate, key=lambda m: m[1].counts["cost"]) if accurate else min(measured, key=lambda m: m[2])
+    # none within budget (the optimizer lost digits even in the table's algorithm): the most
+    # accurate, and of equal errors the cheaper (a variant that only leaves the table algorithm's
+    # last product to a loop after the program has its errors exactly: Panda's
+    # aba_parameter_derivatives)
+    kept = (min(accurate, key=lambda m: m[1].counts["cost"]) if accurate
+            else min(measured, key=lambda m: (m[2], m[1].counts["cost"])))
     if choice is not None:
         choice.update(kept=_algorithm_name(kept[0], spec), error=kept[2], budget=yardstick.budget,
                       reference_error=yardstick.reference_error,

@@ -6,6 +6,7 @@ from ..version import __version__
 from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import Expr, flops, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
+from ..algorithms.solves import runs
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..model.parameters import parameters_of
 from ..table.inputs import INPUTS
@@ -172,7 +173,7 @@ def kernel_data(program, part_statements):
                 # one entry at least: C has no arrays of none (parts may share nothing, each storing its outputs)
                 workspace=max(1, len(slot)), outputs=outputs, copies=copies,
                 output_chunks=output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
-                zero_runs=_runs(zeros), operations=program.counts["operations"],
+                zero_runs=runs(zeros), operations=program.counts["operations"],
                 most=program.counts["operations"], sincos=program.counts["sincos"])
 
 
@@ -228,7 +229,7 @@ def chain_kernel_data(program, bodies):
         done_sincos += sincos["shared"]
         groups.append(dict(body=body, shared=lines["shared"], private=lines["private"], outputs=outputs,
                            copies=copies, output_chunks=[], copy_chunks=[], zero_outputs=len(zeros),
-                           zero_runs=_runs(zeros), operations=operations, sincos=done_sincos + sincos["private"]))
+                           zero_runs=runs(zeros), operations=operations, sincos=done_sincos + sincos["private"]))
     return dict(chain=groups, parts=[], lanes=False, solve=None, workspace=0,
                 unused=[_unread(program, program.statements, program.outputs)],
                 operations=program.counts["operations"], most=most,
@@ -280,7 +281,10 @@ def _stores(exprs, solved=()):
     """An output's stores: the index of each entry to compute, (index, earlier index) of each
     entry equal to an earlier one, and the structurally zero entries but those `solved` (a solve
     after the program overwrites them). An equal entry (M[j, i] = M[i, j]) is copied, not
-    computed again: one value, so symmetry is exact whatever the compiler does with each copy."""
+    computed again: one value, so symmetry is exact whatever the compiler does with each copy.
+    The zeros are cleared run by run (solves.runs: a memset of a constant size, which gcc turns
+    into a few vector stores) rather than by clearing the whole output and then writing it:
+    Talos crba 800 -> 757 ns. One by one they were no faster than the whole."""
     computed, copies, first = [], [], {}
     for k, e in enumerate(exprs):
         if e == 0:
@@ -313,21 +317,6 @@ def _vectorizable(exprs):
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
 # gcc vectorizes (rbdgen_sincos_n): Talos crba 970 -> 830 ns.
 SINCOS_BATCH_MIN = 2
-
-
-def _runs(indices):
-    """Sorted indices as (start, length) runs of consecutive ones.
-
-    The structural zeros of an output are cleared run by run (a memset of a constant size,
-    which gcc turns into a few vector stores) rather than by clearing the whole output and
-    then writing it: Talos crba 800 -> 757 ns. One by one they were no faster than the whole."""
-    runs = []
-    for k in indices:
-        if runs and runs[-1][0] + runs[-1][1] == k:
-            runs[-1][1] += 1
-        else:
-            runs.append([k, 1])
-    return [tuple(run) for run in runs]
 
 
 def _targets(st):

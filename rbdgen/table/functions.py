@@ -9,6 +9,8 @@ which is the algorithm itself for a model without mimic joints and maps it to th
 coordinates otherwise; sizes are the model's (nq, nv).
 """
 
+from dataclasses import replace
+
 from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
                           regressor, rnea_derivatives)
 from ..algorithms.solves import Block, FactorSolve
@@ -220,6 +222,16 @@ FUNCTIONS += [
                  variants=(_analytic(rnea_derivatives.analytic_gravity_derivatives),)),
 ]
 _parameter_columns = lambda m: (m.nv, len(parameters_of(m)))
+
+
+def _parameter_solve(model):
+    """aba_parameter_derivatives' solves after the program: one block of a column per parameter,
+    whose factors the program leaves after its outputs, to be placed among their zeros
+    (FactorSolve.placed)."""
+    n, columns = model.nv, len(parameters_of(model))
+    return FactorSolve(tuple(mimic.elimination_parents(model)), ((n * columns, n * n),), (Block(0, -1, width=columns),))
+
+
 FUNCTIONS += [
     FunctionSpec("rnea_parameter_derivatives", ("q", "v", "a"), _parameter_columns,
                  parameter_derivatives.rnea_parameter_derivatives,
@@ -230,7 +242,12 @@ FUNCTIONS += [
                  "d qdd / d params of aba: -M^-1 d rnea / d params at (q, v, qdd).",
                  parametric=True, solves=True, costly=True, cost=12,
                  variants=(Variant(parameter_derivatives.aba_parameter_derivatives_factored,
-                                   parameter_derivatives.solves_densely),)),
+                                   parameter_derivatives.solves_densely),
+                           Variant(parameter_derivatives.aba_parameter_derivatives_deferred,
+                                   parameter_derivatives.solves_densely,
+                                   solve=lambda m: replace(_parameter_solve(m), inverse=True)),
+                           Variant(parameter_derivatives.aba_parameter_derivatives_solved,
+                                   lambda m: not parameter_derivatives.solves_densely(m), solve=_parameter_solve))),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
