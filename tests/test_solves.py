@@ -152,6 +152,17 @@ def test_wide_block_with_the_factors_in_its_zeros(seed, inverse):
     assert solve.placed(dense, n * width) is None
 
 
+def test_factor_solves_that_cannot_be():
+    """Factors partly inside the outputs and partly after them, a product with A^-1 under a
+    KKT head, a non-square identity block: errors, not a solve that reads a factor as a zero."""
+    with pytest.raises(ValueError, match="partly"):
+        FactorSolve((-1, 0), ((3, 4),), (Block(0, 1, width=2),)).placed([0.0] * 7, 4)
+    with pytest.raises(ValueError, match="no head"):
+        FactorSolve((-1, 0, 1), ((0, 9),), (Block(0, 1),), head=1, inverse=True)
+    with pytest.raises(ValueError, match="square"):
+        FactorSolve((-1, 0), ((0, 4),), (Block(0, 1, True, width=3),))
+
+
 def test_factor_solve_counts_and_cost():
     """A chain of 3: L has 3 entries (1 -> 0, 2 -> 1 and 0)."""
     solve = FactorSolve((-1, 0, 1), ((0, 9),), (Block(0, 1, True),))

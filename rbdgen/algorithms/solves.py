@@ -66,6 +66,12 @@ class FactorSolve:
     cleared: bool = False
     inverse: bool = False
 
+    def __post_init__(self):
+        if self.inverse and self.head:
+            raise ValueError("FactorSolve: a product with A^-1 (inverse) has no head")
+        if any(b.identity and b.width not in (None, self.columns) for b in self.blocks):
+            raise ValueError("FactorSolve: an identity block is square")
+
     @property
     def n(self):
         return len(self.parents)
@@ -117,20 +123,29 @@ class FactorSolve:
     def placed(self, outputs, size):
         """This solve with the factors that the program left after its `size` outputs (a
         function whose outputs leave no room for them) moved into exact zeros of the blocks'
-        right-hand sides, first ones first, and the outputs cut to `size` (a list, rewritten);
-        None when the blocks have too few zeros. aba_parameter_derivatives' d rnea / d params
-        has many: a body's parameters reach only the joints above it."""
+        right-hand sides, the longest runs of zeros first (fewer copies in the C), and the
+        outputs cut to `size` (a list, rewritten); None when the blocks have too few zeros.
+        aba_parameter_derivatives' d rnea / d params has many: a body's parameters reach only
+        the joints above it."""
         entries = self.factor_entries()
         if all(k < size for k in entries):
             return self
-        zeros = [k for b in self.blocks for k in self._block_entries(b) if _is_exact_zero(outputs[k])]
-        if len(zeros) < len(entries):
+        if any(k < size for k in entries):
+            raise ValueError("FactorSolve.placed: the factors lie partly inside the outputs")
+        zeros = runs(sorted(k for b in self.blocks for k in self._block_entries(b) if _is_exact_zero(outputs[k])))
+        if sum(length for _, length in zeros) < len(entries):
             return None
-        places = zeros[:len(entries)]
+        segments, left = [], len(entries)
+        for start, length in sorted(zeros, key=lambda run: -run[1]):
+            if left == 0:
+                break
+            segments.append((start, min(length, left)))
+            left -= segments[-1][1]
+        places = [k for start, length in segments for k in range(start, start + length)]
         for to, k in zip(places, entries):
             outputs[to] = outputs[k]
         del outputs[size:]
-        return replace(self, factors=tuple(runs(places)), cleared=True)
+        return replace(self, factors=tuple(segments), cleared=True)
 
     def _block_entries(self, b):
         c = self.width(b)

@@ -177,8 +177,10 @@ def describe_choice(name, choice):
     others = [f"{algorithm} {size(c)}, error {c['error']:.1e}"
               for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
     kept = choice["candidates"][choice["kept"]]
-    return (f"{name}: kept {choice['kept']} ({size(kept)}, error {choice['error']:.1e} "
-            f"within {choice['budget']:.1e} / {SELECTION_MARGIN})" + (f"; also measured {'; '.join(others)}" if others else ""))
+    within = (f"within {choice['budget']:.1e} / {SELECTION_MARGIN}" if choice["error"] <= choice["budget"] / SELECTION_MARGIN
+              else f"none within {choice['budget']:.1e} / {SELECTION_MARGIN}: the most accurate")
+    return (f"{name}: kept {choice['kept']} ({size(kept)}, error {choice['error']:.1e} {within})"
+            + (f"; also measured {'; '.join(others)}" if others else ""))
 
 
 def _algorithm_name(variant, spec):
