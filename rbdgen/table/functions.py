@@ -9,8 +9,6 @@ which is the algorithm itself for a model without mimic joints and maps it to th
 coordinates otherwise; sizes are the model's (nq, nv).
 """
 
-from dataclasses import replace
-
 from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
                           regressor, rnea_derivatives)
 from ..algorithms.solves import Block, FactorSolve
@@ -224,12 +222,15 @@ FUNCTIONS += [
 _parameter_columns = lambda m: (m.nv, len(parameters_of(m)))
 
 
-def _parameter_solve(model):
-    """aba_parameter_derivatives' solves after the program: one block of a column per parameter,
-    whose factors the program leaves after its outputs, to be placed among their zeros
-    (FactorSolve.placed)."""
-    n, columns = model.nv, len(parameters_of(model))
-    return FactorSolve(tuple(mimic.elimination_parents(model)), ((n * columns, n * n),), (Block(0, -1, width=columns),))
+def _parameter_solve(inverse):
+    """aba_parameter_derivatives' solve after the program: one block of a column per parameter,
+    whose factors (M's, or M^-1 itself: `inverse`) the program leaves after its outputs, to be
+    placed among their zeros (FactorSolve.placed; n x n entries are room enough for either)."""
+    def solve(model):
+        n, columns = model.nv, len(parameters_of(model))
+        return FactorSolve(tuple(mimic.elimination_parents(model)), ((n * columns, n * n),),
+                           (Block(0, -1, width=columns),), inverse=inverse)
+    return solve
 
 
 FUNCTIONS += [
@@ -244,10 +245,10 @@ FUNCTIONS += [
                  variants=(Variant(parameter_derivatives.aba_parameter_derivatives_factored,
                                    parameter_derivatives.solves_densely),
                            Variant(parameter_derivatives.aba_parameter_derivatives_deferred,
-                                   parameter_derivatives.solves_densely,
-                                   solve=lambda m: replace(_parameter_solve(m), inverse=True)),
+                                   parameter_derivatives.solves_densely, solve=_parameter_solve(inverse=True)),
                            Variant(parameter_derivatives.aba_parameter_derivatives_solved,
-                                   lambda m: not parameter_derivatives.solves_densely(m), solve=_parameter_solve))),
+                                   lambda m: not parameter_derivatives.solves_densely(m),
+                                   solve=_parameter_solve(inverse=False)))),
 ]
 FUNCTIONS.append(FunctionSpec(
     "eom", ("q", "v"), lambda m: (m.nv * m.nv + m.nv,), constrained.eom,
