@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -86,6 +87,8 @@ CONTACT_PIN_NAMES = ("contact_dynamics", "impulse_dynamics", "contact_dynamics_d
 PIN_CG_NAMES = {"rnea": "rnea", "crba": "crba", "aba": "aba", "minv": "minv",
                 "rnea_derivatives": "rnea_derivs", "aba_derivatives": "aba_derivs"}
 PIN_CG_CFLAGS = "-O3 -march=native"
+# issue 35: a cold build of the six functions in at most half the time of their code generation by CG
+CG_BUILD_TARGET = 0.5
 PIN_EXTRA_NAMES = ("contact_dynamics_derivatives", "frame_jacobian_time_variation_local_world_aligned")   # by pin_extra
 
 
@@ -413,10 +416,14 @@ def bench_robot(name, urdf, floating, args, pin_bench):
     log(f"== {name}: building (or reusing) the module in {args.out}"
         f"{' with contacts ' + ' '.join(contacts) if contacts else ''} ...")
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()] if args.algorithms else None
+    before = set(os.listdir(args.out)) if os.path.isdir(args.out) else set()
+    started = time.perf_counter()
     module = rbdgen.build(urdf, out_dir=args.out, floating_base=floating, algorithms=algorithms,
                           contacts=list(contacts) or None, parameters=args.parameters,
                           progress=lambda m: log(f"   {m}") if args.verbose else None)
+    build_s = time.perf_counter() - started
     package = os.path.dirname(os.path.abspath(module.__file__))
+    cold = os.path.basename(package) not in before     # a new folder: built from nothing, not reused
     with open(os.path.join(package, "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
     if frame is not None and (frame not in meta["frames"] or any(
@@ -489,7 +496,7 @@ def bench_robot(name, urdf, floating, args, pin_bench):
         "functions": side.functions, "left_out": {fn: side.left_out[fn] for fn in order if fn in side.left_out}}
     return {"robot": name, "urdf": urdf, "floating_base": floating, "nq": module.nq, "nv": module.nv,
             "contacts": list(contacts), "frame": frame, "frame_body": meta["frames"][frame]["body"] if frame else None,
-            "calls": calls, "rounds": args.rounds, "compiler": cc_line, "pin_bench": pin_bench,
+            "calls": calls, "rounds": args.rounds, "compiler": cc_line, "build_s": build_s, "cold_build": cold, "pin_bench": pin_bench,
             "pin_bench_frames": pin_frames, "rows": rows, "comparisons": own_comparisons(rows),
             "casadi": casadi, "casadi_skipped": side_skipped}
 
@@ -605,6 +612,14 @@ def print_table(result):
         print(f"CG: Pinocchio + CppADCodeGen's generated function, bare call, its C by gcc {PIN_CG_CFLAGS} "
               f"(ours: {result['compiler']}); vs CG = CG ns / generated ns. Its code generation and compilation: "
               + ", ".join(f"{row['function']} {row['cg_codegen_s']:.1f} s" for row in cgs))
+        theirs = sum(row["cg_codegen_s"] for row in cgs)
+        if result["cold_build"] and len(cgs) == len(result["rows"]):
+            print(f"Cold build of the same {len(cgs)} functions: ours {result['build_s']:.1f} s (generation, compilation "
+                  f"and verification, wall), CG's {theirs:.1f} s (summed): {result['build_s'] / theirs:.2f} of CG's "
+                  f"(target <= {CG_BUILD_TARGET})  {'yes' if result['build_s'] <= CG_BUILD_TARGET * theirs else 'NO'}")
+        else:
+            print(f"CG's code generation and compilation in all: {theirs:.1f} s (ours not compared: build into a new "
+                  f"folder (--fresh) with --algorithms {','.join(row['function'] for row in cgs)} for a cold build of the same functions)")
     sys.stdout.flush()
 
 
