@@ -174,10 +174,12 @@ class FactorSolve:
         """Its time in operations of straight-line code (what the generator compares programs
         by): per block a fixed part (copies, the call, the mirror) and per row operation on a
         vector of columns, a group's blocks side by side in the vectors. Calibrated on an AMD
-        EPYC with AVX-512 (8 lanes), from M^-1 through the factors against the programs' times:
-        UR5 162 ns, Panda 321, Solo12 752, Talos 3278, straight-line code at 7.5 operations per
-        ns; it predicts the faster of the two M^-1 programs on all four (Talos factored, the
-        others straight-line)."""
+        EPYC (Zen 5, AVX-512, 8 lanes), one call of each candidate against the other (2026-11-27):
+        M^-1 through the factors against straight-line M^-1 on UR5 (78 against 97 ns) and
+        Kinova (82 against 128), aba_derivatives' solves after the program against written out
+        on UR5 (289 against 398 ns), Panda (1.01 against 1.34 us) and Solo12 (1.93 against
+        2.57 us): it predicts the faster of each pair. (The block's part was 940 when the loop
+        solved one block at a time: UR5's M^-1 through the factors then took 162 ns.)"""
         panels = sum(padded_panels(-(-sum(self.width(self.blocks[k]) for k in group) // vector_width()))
                      for group in self.groups())
         per_panel = self.n * self.n + self.n if self.inverse else 2 * self.row_starts()[-1] + 2 * self.n
@@ -287,7 +289,7 @@ class FactorSolve:
         return groups
 
 
-SOLVE_BLOCK_COST = 940     # operations of straight-line code, see FactorSolve.cost
+SOLVE_BLOCK_COST = 150     # operations of straight-line code, see FactorSolve.cost
 # Columns solved together (the kernels' groups of blocks): 8 vectors of 8 lanes, whose rows
 # (Talos: 38 x 8 x 64 bytes) stay in the first-level cache
 GROUP_COLUMNS = 64
