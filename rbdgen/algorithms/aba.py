@@ -50,7 +50,7 @@ def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
     return qdd
 
 
-def articulated_inertias(model, ops, kin, frame=None, exact_zeros=False):
+def articulated_inertias(model, ops, kin, frame=None):
     """The inertia half of ABA's backward pass: for each body I^A, U = I^A S, D^-1 and
     I^a = I^A - U D^-1 U^T (what it passes to its parent). Shared with M^-1 (minv.py).
 
@@ -58,15 +58,15 @@ def articulated_inertias(model, ops, kin, frame=None, exact_zeros=False):
     one frame fixed at this instant and its motion subspace S[i] there, in that frame, where
     I^a is added to the parent's I^A without a transform.
 
-    exact_zeros (body coordinates): I^a S = 0 (without armature, which D has and I^A not), so
-    a joint whose motion subspace runs along coordinate axes of its body (a revolute or
-    prismatic joint about x, y or z) has exact zeros in those rows and columns of I^a; computed
-    as I^A - U D^-1 U^T they are rounding, and cost their operations and those of the transform
-    to the parent they enter (minv.minv_across_branches: Panda's M^-1 2 570 -> 2 257 operations
-    with its other changes)."""
+    In body coordinates I^a S = 0 (without armature, which D has and I^A not), so a joint whose
+    motion subspace runs along coordinate axes of its body (a revolute or prismatic joint about
+    x, y or z) has exact zeros in those rows and columns of I^a; computed as I^A - U D^-1 U^T
+    they would be rounding, and cost their operations and those of the transform to the parent
+    they enter: ABA 9-10 % fewer operations (UR5 1 156 -> 1 052, Panda 2 340 -> 2 096, Solo12
+    4 637 -> 4 229, Talos 13 462 -> 12 095; its errors on 32 states the same or smaller),
+    minv.minv_across_branches' Panda M^-1 2 570 -> 2 257 with its other changes."""
     n = model.nbodies
     X, S = frame if frame is not None else (None, [k.S for k in kin])
-    exact_zeros = exact_zeros and X is None
     IA = [I.matrix() if X is None else X[i].inertia_to_parent(I).matrix() for i, I in enumerate(model.inertia)]
     U, Dinv, Ia = [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
@@ -79,7 +79,7 @@ def articulated_inertias(model, ops, kin, frame=None, exact_zeros=False):
         p = model.parent[i]
         if p >= 0:
             Ia[i] = _subtract_projection(IA[i], U[i], Dinv[i])
-            if exact_zeros:
+            if X is None:
                 Ia[i] = _zero_along_axes(Ia[i], S[i], model.joint_armature(model.joints[i]))
             Ia[i] = ops.let("Ia", i, Ia[i])
             IA[p] = add66(IA[p], Ia[i] if X is not None else kin[i].X_up.matrix_to_parent(Ia[i]))
@@ -87,7 +87,7 @@ def articulated_inertias(model, ops, kin, frame=None, exact_zeros=False):
 
 
 def _zero_along_axes(Ia, S, armature):
-    """I^a with the rows and columns of S's coordinate axes zero (articulated_inertias' exact_zeros)."""
+    """I^a with the rows and columns of S's coordinate axes zero (articulated_inertias in body coordinates)."""
     axes = [k for k in (_unit_axis(s) for s in S) if k is not None]
     if len(axes) != len(S) or not all(isinstance(a, (int, float)) and a == 0 for a in armature):
         return Ia

@@ -45,7 +45,7 @@ def minv_across_branches(model, ops, q):
     each one dot product: see _impulse_passes_across."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
-    _, U, Dinv, _ = articulated_inertias(model, ops, kin, exact_zeros=True)
+    _, U, Dinv, _ = articulated_inertias(model, ops, kin)
     return _impulse_passes(model, ops, [k.S for k in kin], U, Dinv, lambda i, f: kin[i].X_up.inv_apply_force(f),
                            lambda i, m: kin[i].X_up.apply_motion(m), across=True)
 
