@@ -4,7 +4,7 @@
 For each robot and function, from the module's own C file compiled as rbdgen compiles it
 (clang or gcc, compile_flags(native=True)), the code of one call (the single-state function
 and its parts, without the C library's sine and cosine for angles beyond 1e6 rad) is counted,
-and four lower bounds on its time are printed, each in nanoseconds at the clock measured here
+and three lower bounds on its time are printed, each in nanoseconds at the clock measured here
 (a chain of dependent integer additions, one a cycle):
 
 - multiply pipes: multiplications and fused multiply-adds (two pipes on Zen 3 and 4, as on most
@@ -12,8 +12,8 @@ and four lower bounds on its time are printed, each in nanoseconds at the clock 
 - front end: its instructions decoded four a cycle once the code is larger than the op cache
   (OP_CACHE_INSTRUCTIONS), and its bytes fetched 32 a cycle; six a cycle from the op cache;
 - critical path: the longest chain of dependent statements of its C, each sum a chain of
-  fused multiply-adds as clang contracts it (LATENCY: Zen 4's latencies);
-- the operation count alone is not a bound: a program's multiplications are.
+  fused multiply-adds as clang contracts it (LATENCY: Zen 4's latencies).
+The operation count alone is not a bound: a program's multiplications are.
 
 With --json from bench_c.py (the same robots and functions), the measured times and
 Pinocchio + CppADCodeGen's (CG) are printed beside the bounds, and the time that 3x CG asks for.
@@ -30,7 +30,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import rbdgen

@@ -18,7 +18,7 @@ from helpers import REL_TOL_IDENTITY, assert_close
 from rbdgen import ModelBuilder
 from rbdgen import reference as ref
 from rbdgen.algorithms import kinematics as kinematics_alg
-from rbdgen.algorithms.linalg import symmetric_inverse
+from rbdgen.algorithms.linalg import symmetric_inverse, symmetric_solve
 from rbdgen.model.joints import EulerXYZ, EulerZYX, FreeFlyer, Revolute, Spherical
 from rbdgen.runtime.reference import OPS
 from rbdgen.spatial import combine, Force, Inertia, Motion, Transform
@@ -602,7 +602,7 @@ def test_inertia_products_and_cross_operators(seed):
 
 
 @pytest.mark.parametrize("n", range(1, 7))
-def test_symmetric_inverse(n):
+def test_symmetric_inverse_and_solve(n):
     rng = np.random.default_rng(n)
     for _ in range(5):
         A = rng.normal(size=(n, n))
@@ -612,3 +612,8 @@ def test_symmetric_inverse(n):
         assert_close(f"symmetric_inverse {n}x{n}", inv, expected, REL_TOL_IDENTITY)
         assert_close(f"symmetric_inverse {n}x{n} symmetric", inv, inv.T, 0)
         assert_close(f"D symmetric_inverse(D) {n}x{n}", D @ inv, np.eye(n), REL_TOL_IDENTITY)
+        # ABA's root of several coordinates: one solve with the same factors, no inverse
+        b = rng.normal(size=n)
+        x = np.array(symmetric_solve([[float(x) for x in row] for row in D], list(b)), dtype=float)
+        assert_close(f"D symmetric_solve(D, b) {n}x{n}", D @ x, b, REL_TOL_IDENTITY)
+        assert_close(f"symmetric_solve {n}x{n}", x, np.linalg.solve(D, b), REL_TOL_IDENTITY)

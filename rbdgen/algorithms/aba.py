@@ -44,8 +44,9 @@ def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
         a_prime = k.X_up.apply_motion(a_root if p < 0 else accelerations[p]) + bias[i]
         rhs = [u_k - a_prime.dot(U_k) for u_k, U_k in zip(u[i], U[i])]
         if p < 0 and len(rhs) > 1:
-            # a free-flyer root passes nothing to a parent, so nothing else needs its D^-1:
-            # one solve with D's factors (Solo12's ABA 4 229 -> 4 010 operations, one call 450 -> 354 ns)
+            # a root of several coordinates (free-flyer, spherical) passes nothing to a parent, so
+            # nothing else needs its D^-1 (articulated_inertias' is dead code, removed): one solve
+            # with D's factors (Solo12's ABA 4 229 -> 4 010 operations, one call 450 -> 354 ns)
             D = joint_inertia(model, i, k.S, U[i])
             qdd_i = ops.let("qdd", i, symmetric_solve(D, rhs, lambda name, value: ops.let(name, i, value)))
         else:
