@@ -41,6 +41,11 @@ def _noop(message):
     pass
 
 
+def _to_stderr(message):
+    """Where a quiet build says that it waits for another one (it would seem to hang)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 @functools.lru_cache(maxsize=None)
 def code_fingerprint():
     """A hash of rbdgen's own sources and templates: a changed generator never reuses a module
@@ -177,7 +182,7 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
     target = os.path.join(out_dir, module)
     if os.path.lexists(target) and not os.path.isdir(target):
         raise BuildError(f"'{target}' exists and is not a module folder; remove it or choose another --name")
-    with cache.locked(out_dir, module):
+    with cache.locked(out_dir, module, say=progress if progress is not _noop else _to_stderr):
         cache.remove_stale(out_dir, module)
         problem = cache.reuse_problem(target, key, verify)
         if problem is None:

@@ -7,8 +7,10 @@ The rules, in the order a build applies them:
    -march=native) the CPU features the compiler targeted. All of them go into `build_key`,
    so a folder shared between Python versions or machines is rebuilt, never imported.
 2. The lock. One file lock per module folder is held for the whole build: check, generate,
-   compile, verify and install. A concurrent build of the same folder waits, then finds the
-   module it asked for or builds it; it never loads another process's half-swapped module.
+   compile, verify and install. A concurrent build of the same folder waits (saying which
+   process holds the lock), then finds the module it asked for or builds it; it never loads
+   another process's half-swapped module. The build's worker processes neither inherit the
+   lock nor outlive the build (codegen/compilation.py), so a killed build leaves the lock free.
 3. Validation. A folder is reused only if its model.json reads and carries the key, its
    verification record says it passed and vouches for the extension file (by hash: a
    truncated shared object can crash the process that maps it), and it imports with compiled
@@ -64,16 +66,70 @@ def _machine(flags):
 
 
 # ----------------------------------------------------------------------------- the lock ----
+# flock belongs to the open file, which every forked copy of the descriptor shares: a child
+# process that outlived its build would keep the module locked, and every later build of it
+# would wait forever. So a forked child closes the descriptors of the locks its parent holds
+# (os.register_at_fork), and the lock file names its holder, for the builds that wait on it.
+
+_HELD = set()   # the descriptors of the build locks this process holds
+
+
+def _forget_held_locks():
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_held_locks)
+
 
 @contextlib.contextmanager
-def locked(out_dir, module):
-    """Hold the module's build lock (a file beside its folder) for the whole block."""
-    with open(os.path.join(out_dir, f".{module}.lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def locked(out_dir, module, say=None):
+    """Hold the module's build lock (a file beside its folder) for the whole block. say(line):
+    where to say that the build waits for another one (and which process holds the lock), or
+    that it takes over the lock of a build that was killed."""
+    path = os.path.join(out_dir, f".{module}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    _HELD.add(fd)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if say:
+                say(f"{module}: waiting for another build of it to finish ({_holder(fd) or 'its lock'}: {path})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        killed = _holder(fd)   # a build that ends releases the lock with its file emptied
+        if killed and say:
+            say(f"{module}: taking over the lock of a build that was killed ({killed})")
+        _claim(fd)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        _HELD.discard(fd)
+        os.close(fd)
+
+
+def _holder(fd):
+    """Who holds, or held, the lock: its file's line, or '' (none, or unreadable)."""
+    try:
+        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _claim(fd):
+    import datetime
+    since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    line = f"process {os.getpid()} on {platform.node()} since {since}\n".encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, line, 0)
 
 
 # ------------------------------------------------------------------------ validation -------

@@ -10,8 +10,11 @@ their objects, as before.
 """
 
 import concurrent.futures
+import ctypes
+import functools
 import multiprocessing
 import os
+import signal
 import subprocess
 import time
 import zlib
@@ -87,7 +90,8 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     members = {place: [] for place in waiting}
     workers = max(1, min(len(specs) + len(glue), os.cpu_count() or 1))
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=die_with_parent,
+                                                initargs=(os.getpid(),)) as pool:
         pending = {}   # future -> (what it makes, the object's cache key, the function or file)
         # (cost, tag, function, arguments): submitted costliest first as workers free up, so that a
         # shared file whose functions are all there compiles before the cheaper jobs still waiting
@@ -195,6 +199,31 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
     return [results[spec.name] for spec in specs], objects, shared, answer
 
 
+# A worker lives no longer than its build: a worker whose build was killed would wait on its
+# pipe forever. Linux kills it with its parent (PR_SET_PDEATHSIG), and the C compiler it runs
+# with it; elsewhere a killed build's workers end when they next read their pipe.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent):
+    """In a child of process `parent`: be killed when the parent ends (Linux), or end now if
+    it has ended already."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _libc_prctl():
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (AttributeError, OSError):
+        return None
+
+
+_prctl = _libc_prctl()
+
+
 # A build that takes longer than QUIET_SECONDS says every PROGRESS_SECONDS what it is doing.
 QUIET_SECONDS, PROGRESS_SECONDS = 30, 10
 
@@ -244,7 +273,9 @@ def compile_source(source, flags, work):
     cc = c_compiler()
     obj = source[:-2] + ".o"
     cmd = [cc, *flags, "-c", source, "-o", obj, "-I", work]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    # (a worker is single-threaded, where preexec_fn is safe)
+    result = subprocess.run(cmd, capture_output=True, text=True,
+                            preexec_fn=functools.partial(die_with_parent, os.getpid()))
     if result.returncode != 0:
         raise BuildError(f"compiling {os.path.basename(source)} failed: {' '.join(cmd)}",
                          command=cmd, output=result.stdout + result.stderr)
