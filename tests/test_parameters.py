@@ -907,6 +907,127 @@ def test_singular_mass_matrix_float64_vectors(ur5):
     one_line_error(lambda: ur5.minv(s.q, params=p), "singular")
 
 
+# A module with parameters and params=None and one without agree to a few units in the last
+# place of a state's largest entry: a parameter is an input of the program there, a constant
+# folded into it here (measured on UR5: at most 4.7 ulp, in about half of the entries)
+ULPS_PLAIN = 16
+
+
+def test_default_params_within_a_few_ulps_of_the_plain_module(ur5, ur5_plain):
+    """docs/parameters.md's claim: params=None is nominal_params bit for bit, and within a few
+    ulps of the module built without parameters."""
+    s = State("ur5", 83, batch=256)
+    for name, args in (("rnea", (s.q, s.v, s.a)), ("crba", (s.q,)), ("aba", (s.q, s.v, s.tau))):
+        default = getattr(ur5, name)(*args)
+        assert np.array_equal(default, getattr(ur5, name)(*args, params=ur5.nominal_params)), name
+        plain = getattr(ur5_plain, name)(*args)
+        rows, plain_rows = default.reshape(len(s.q), -1), plain.reshape(len(s.q), -1)
+        ulps = np.abs(rows - plain_rows).max(axis=1) / (np.abs(plain_rows).max(axis=1) * np.finfo(float).eps)
+        assert ulps.max() <= ULPS_PLAIN, f"{name}: {ulps.max():.1f} ulps from the module without parameters"
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_state_is_named_with_and_without_params(ur5, ur5_plain, value):
+    """A solve's input that is not finite is one error, naming it, whether params are given,
+    left out, or the module has none; in the common call, the converting one and a batch."""
+    s = State("ur5", 95)
+    for name, k in (("q", 1), ("v", 4), ("tau", 3)):   # (nothing depends on q[0], the base joint's angle)
+        args = {"q": s.q.copy(), "v": s.v.copy(), "tau": s.tau.copy()}
+        args[name][k] = value
+        said = f"{name}[{k}] is not finite ({value!r})"
+        for module, params in ((ur5, {"params": ur5.nominal_params}), (ur5, {}), (ur5_plain, {})):
+            one_line_error(lambda: module.aba(args["q"], args["v"], args["tau"], **params), said)
+            one_line_error(lambda: module.aba(list(args["q"]), args["v"], args["tau"], **params), said)
+            batch = {x: np.tile(s.__dict__[x], (3, 1)) for x in args}
+            batch[name][2] = args[name]
+            one_line_error(lambda: module.aba(batch["q"], batch["v"], batch["tau"], **params),
+                           "state 2 of the batch: " + said)
+        if name == "q":
+            for params in ({"params": ur5.nominal_params}, {}):
+                one_line_error(lambda: ur5.minv(args["q"], **params), said)
+            one_line_error(lambda: ur5_plain.aba(np.tile(args["q"], (2, 1)), np.zeros((2, 6)), np.zeros((2, 6))),
+                           "state 0 of the batch: " + said)
+
+
+def test_overflowing_values_are_named_not_m(ur5):
+    """A value so large that the result overflows is named, not blamed on M."""
+    s = State("ur5", 96)
+    one_line_error(lambda: ur5.aba(s.q, s.v, np.full(6, 1e308)), "tau[0] = 1e+308 is too large")
+    p = np.array(ur5.nominal_params)
+    p[list(ur5.param_names).index("g_z")] = 1e308
+    one_line_error(lambda: ur5.aba(s.q, s.v, s.tau, params=p), "(g_z) = 1e+308 is too large")
+
+
+def test_call_time_contacts_name_an_overflow(panda):
+    """Call-time contacts check their result as the other solves do (no NumPy warning)."""
+    s = State("panda", 64)
+    p = np.array(panda.nominal_params)
+    contact = [("panda_hand", (0.0, 0.0, 0.0), None)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        one_line_error(lambda: panda.contact_dynamics(s.q, s.v, np.full(panda.nv, 1e308), contacts=contact, params=p),
+                       "tau[0] = 1e+308 is too large")
+        p[list(panda.param_names).index("m_payload_panda_hand")] = 1e308
+        one_line_error(lambda: panda.contact_dynamics(s.q, s.v, s.tau, contacts=contact, params=p),
+                       "(m_payload_panda_hand) = 1e+308 is too large")
+        tau = s.tau.copy()
+        tau[1] = np.nan
+        one_line_error(lambda: panda.contact_dynamics(s.q, s.v, tau), "tau[1] is not finite")   # declared, in C
+        one_line_error(lambda: panda.contact_dynamics(s.q, s.v, tau, contacts=contact), "tau[1] is not finite")
+
+
+def test_call_time_contacts_take_batches_and_params_per_state(panda):
+    """Call-time contacts with a batch and params per state: each state as its own call."""
+    s = State("panda", 65, batch=B)
+    P = np.stack([random_params(panda, s.rng) for _ in range(B)])
+    contact = [("panda_hand", (0.0, 0.01, 0.02), None), ("panda_link5", (0.0, 0.0, 0.0), (0.0, 0.0, 1.0))]
+    qdd, lam = panda.contact_dynamics(s.q, s.v, s.tau, contacts=contact, params=P)
+    v_plus, impulses = panda.impulse_dynamics(s.q, s.v, contacts=contact, restitution=0.3, params=P)
+    inertia = panda.contact_inertia(s.q, contacts=contact, params=P)
+    assert qdd.shape == (B, panda.nv) and lam.shape == (B, 4) and inertia.shape == (B, 4, 4)
+    for k in range(B):
+        qdd_k, lam_k = panda.contact_dynamics(s.q[k], s.v[k], s.tau[k], contacts=contact, params=P[k])
+        assert_close(f"call-time q-ddot state {k}", qdd[k], qdd_k, REL_TOL_SAME_CODE)
+        assert_close(f"call-time lambda state {k}", lam[k], lam_k, REL_TOL_SAME_CODE)
+        v_k, impulses_k = panda.impulse_dynamics(s.q[k], s.v[k], contacts=contact, restitution=0.3, params=P[k])
+        assert_close(f"call-time v+ state {k}", v_plus[k], v_k, REL_TOL_SAME_CODE)
+        assert_close(f"call-time impulses state {k}", impulses[k], impulses_k, REL_TOL_SAME_CODE)
+        assert_close(f"call-time inertia state {k}", inertia[k],
+                     panda.contact_inertia(s.q[k], contacts=contact, params=P[k]), REL_TOL_SAME_CODE)
+        # the identity they solve: M q-ddot = tau - nle + G^T lambda
+        G = np.vstack([panda.point_jacobian(s.q[k], "panda_hand", (0.0, 0.01, 0.02), params=P[k]),
+                       (0.0, 0.0, 1.0) @ panda.point_jacobian(s.q[k], "panda_link5", (0.0, 0.0, 0.0), params=P[k])])
+        assert_close(f"call-time dynamics state {k}", panda.crba(s.q[k], params=P[k]) @ qdd[k],
+                     s.tau[k] - panda.nle(s.q[k], s.v[k], params=P[k]) + G.T @ lam[k], REL_TOL_PARAMS)
+    out = np.empty((B, panda.nv + 4))
+    qdd_out, lam_out = panda.contact_dynamics(s.q, s.v, s.tau, contacts=contact, params=P, out=out)
+    assert np.shares_memory(qdd_out, out) and np.array_equal(out, np.hstack([qdd, lam]))
+    one_line_error(lambda: panda.contact_dynamics(s.q, s.v[:2], s.tau, contacts=contact), "v: expected (4, 9)")
+
+
+def test_empty_batches_with_params(ur5, panda):
+    """An empty batch gives empty results, with params as without."""
+    none = np.zeros((0, 6))
+    for params in ({}, {"params": ur5.nominal_params}, {"params": np.zeros((0, len(ur5.nominal_params)))}):
+        assert ur5.aba(none, none, none, **params).shape == (0, 6)
+        assert ur5.minv(none, **params).shape == (0, 6, 6)
+        assert ur5.rnea(none, none, none, **params).shape == (0, 6)
+    empty = np.zeros((0, panda.nv))
+    contact = [("panda_hand", (0.0, 0.0, 0.0), None)]
+    qdd, lam = panda.contact_dynamics(empty, empty, empty, contacts=contact, params=panda.nominal_params)
+    assert qdd.shape == (0, panda.nv) and lam.shape == (0, 3)
+
+
+def test_check_params_blames_the_far_centre_of_mass(ur5):
+    """A huge m c with a real mass is an inertia about the centre of mass that is not positive
+    semidefinite, not a mass of 0."""
+    p = np.array(ur5.nominal_params)
+    p[list(ur5.param_names).index("mcx_wrist_3_link")] = 1e100
+    text = one_line_error(lambda: ur5.check_params(p), "wrist_3_link", "rotational inertia about the centre of mass",
+                          "not positive semidefinite")
+    assert "is 0" not in text
+
+
 def test_module_without_parameters_refuses_params(ur5_plain):
     s = State("ur5", 94)
     assert ur5_plain.param_names == ()

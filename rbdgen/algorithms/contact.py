@@ -76,22 +76,23 @@ def parse_contacts(contacts):
 
 def constraint_jacobian(contacts, point_jacobian):
     """G: one row per constrained direction (3 for a point, 1 along a world normal), from
-    point_jacobian(frame, point) -> the point's 3 x nv world Jacobian."""
+    point_jacobian(frame, point) -> the point's 3 x nv world Jacobian (or B of them, (B, 3, nv),
+    for a batch of states: then G is (B, rows, nv))."""
     rows = []
     for frame, point, normal in contacts:
         J = point_jacobian(frame, point)
         rows.append(J if normal is None else normal[None, :] @ J)
-    return np.vstack(rows)
+    return np.concatenate(rows, axis=-2)
 
 
 def constraint_bias(contacts, point_gamma):
     """gamma = -G-dot v, from point_gamma(frame, point) -> minus the point's world acceleration
-    at zero joint acceleration."""
+    at zero joint acceleration ((3,), or (B, 3) for a batch)."""
     rows = []
     for frame, point, normal in contacts:
         gamma = point_gamma(frame, point)
-        rows.append(gamma if normal is None else np.array([normal @ gamma]))
-    return np.concatenate(rows)
+        rows.append(gamma if normal is None else (gamma @ normal)[..., None])
+    return np.concatenate(rows, axis=-1)
 
 
 def _number(value, what, high):
@@ -137,32 +138,51 @@ def refuse_redundant(pivots, damping, contacts):
                          "pass damping > 0 for a damped least-squares solve")
 
 
+def _times(A, x):
+    """A x, for one matrix and vector or for stacks of them (a batch of states)."""
+    return (A @ x[..., None])[..., 0]
+
+
+def _transposed(A):
+    return np.swapaxes(A, -1, -2)
+
+
 def _contact_space_inverse(G, Minv, damping):
-    """(G M^-1 G^T + damping 1)^-1, refusing redundant constraints unless damped."""
-    Lambda_inv = G @ Minv @ G.T
-    m = G.shape[0]
+    """(G M^-1 G^T + damping 1)^-1, refusing redundant constraints unless damped (for one
+    state, or a stack of them)."""
+    Lambda_inv = G @ Minv @ _transposed(G)
+    m = G.shape[-2]
     if damping > 0:
         return np.linalg.inv(Lambda_inv + damping * np.eye(m))
-    rank = np.linalg.matrix_rank(G, tol=1e-9 * max(1.0, np.abs(G).max()))
-    if rank < m:
-        raise ValueError(f"contacts are redundant: the constraint Jacobian has rank {rank} < {m} rows; "
+    rank = np.atleast_1d(np.linalg.matrix_rank(G, tol=1e-9 * np.maximum(1.0, np.abs(G).max(axis=(-2, -1)))))
+    if (rank < m).any():
+        state = int(np.argmax(rank < m))
+        where = f" (state {state} of the batch)" if G.ndim == 3 else ""
+        raise ValueError(f"contacts are redundant: the constraint Jacobian has rank {rank[state]} < {m} rows{where}; "
                          "remove a constraint or pass damping > 0 for a damped least-squares solve")
     return np.linalg.inv(Lambda_inv)
 
 
 def contact_dynamics(Minv, bias, tau, G, gamma, damping=0.0):
-    """Seed 000 eq. (7): M a = tau - bias + G^T lambda with G a = gamma. Returns (a, lambda)."""
+    """Seed 000 eq. (7): M a = tau - bias + G^T lambda with G a = gamma. Returns (a, lambda),
+    for one state or a batch (a leading B on every argument)."""
     damping = check_damping(damping)
-    a_free = Minv @ (tau - bias)
-    lam = _contact_space_inverse(G, Minv, damping) @ (gamma - G @ a_free)
-    return a_free + Minv @ (G.T @ lam), lam
+    a_free = _times(Minv, tau - bias)
+    lam = _times(_contact_space_inverse(G, Minv, damping), gamma - _times(G, a_free))
+    return a_free + _times(Minv, _times(_transposed(G), lam)), lam
 
 
 def impulse_dynamics(Minv, v_minus, G, restitution=0.0, damping=0.0):
-    """Seed 000 eq. (10): v+ = v- + M^-1 G^T Lambda with G v+ = -e G v-. Returns (v+, Lambda)."""
+    """Seed 000 eq. (10): v+ = v- + M^-1 G^T Lambda with G v+ = -e G v-. Returns (v+, Lambda),
+    for one state or a batch."""
     restitution, damping = check_restitution(restitution), check_damping(damping)
-    Lambda = -(1.0 + restitution) * (_contact_space_inverse(G, Minv, damping) @ (G @ v_minus))
-    return v_minus + Minv @ (G.T @ Lambda), Lambda
+    Lambda = -(1.0 + restitution) * _times(_contact_space_inverse(G, Minv, damping), _times(G, v_minus))
+    return v_minus + _times(Minv, _times(_transposed(G), Lambda)), Lambda
+
+
+def contact_inertia(Minv, G):
+    """G M^-1 G^T, for one state or a batch."""
+    return G @ Minv @ _transposed(G)
 
 
 # ------------------------------------------------------------- frames and points, by name ---

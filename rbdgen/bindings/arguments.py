@@ -161,11 +161,43 @@ class Parameters:
             self.checked[strict] = key
 
 
-def solved(rows):
-    """ValueError for a solve with M that gave a non-finite number (M singular: a joint that
-    moves no mass with these parameters); rows: (B, size), one per state."""
+# An input this large overflows the dynamics' products (velocities squared, masses times
+# lengths squared) on their way to the result: a non-finite result is then the input's doing.
+OVERFLOWING = 1e150
+
+
+def solved(rows, inputs, params_given=False, param_names=()):
+    """ValueError, one line, for a solve with M whose result is not finite, naming the cause:
+    an input that is not finite, one so large that the result overflows, else M singular (with
+    params given: a joint that moves no mass with them). rows: (B, size), one per state;
+    inputs: (name, array), an array of two dimensions holding one row per state."""
     finite = _np.isfinite(rows).all(axis=-1)
-    if not finite.all():
-        where = f" at state {int(_np.argmin(finite))} of the batch" if len(rows) > 1 else ""
-        raise ValueError(f"params: M is singular{where} (a joint moves no mass with these parameters); "
-                         "give the links it moves a mass")
+    if finite.all():
+        return
+    state = int(_np.argmin(finite))
+    where = f"state {state} of the batch: " if len(rows) > 1 else ""
+    raise ValueError(where + _cause(inputs, state, params_given, param_names))
+
+
+def _cause(inputs, state, params_given, param_names):
+    largest, named = 0.0, ""
+    for name, value in inputs:
+        x = _np.asarray(value, dtype=_FLOAT)
+        x = (x[state] if x.ndim == 2 else x).reshape(-1)
+        if not x.size:
+            continue
+        labels = param_names if name == "params" else ()
+        label = lambda k: f"{name}[{k}]" + (f" ({labels[k]})" if k < len(labels) else "")
+        bad = ~_np.isfinite(x)
+        if bad.any():
+            k = int(_np.argmax(bad))
+            return f"{label(k)} is not finite ({float(x[k])!r}); give finite values"
+        k = int(_np.argmax(_np.abs(x)))
+        if abs(x[k]) > largest:
+            largest, named = float(abs(x[k])), f"{label(k)} = {x[k]:.3g}"
+    if largest > OVERFLOWING:
+        return f"{named} is too large: the result overflows float64"
+    if params_given:
+        return "params: M is singular (a joint moves no mass with these parameters); give the links it moves a mass"
+    return (f"the result is not finite although every input is (the largest: {named}): M is singular at this state, "
+            "or an input is too large for float64's range")

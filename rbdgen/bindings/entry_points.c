@@ -64,6 +64,16 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
     return 1;
 }
 
+/* Whether the n numbers at x are all finite (a solve's result: else the Python function, which
+   computes it again, names the cause). */
+static int all_finite(const double *x, Py_ssize_t n)
+{
+    int finite = 1;
+    for (Py_ssize_t k = 0; k < n; ++k)
+        finite &= isfinite(x[k]) != 0;
+    return finite;
+}
+
 static int only_out(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given)
 {
     return keywords(kwnames, args, nargs, given, NULL, NULL);
@@ -135,6 +145,10 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     Py_BEGIN_ALLOW_THREADS
     c->eval_batch((long)count, threads, in, &out, -1);
     Py_END_ALLOW_THREADS
+    if (f->solves && !all_finite(out, count * f->out_size)) {   /* the Python function says why */
+        Py_DECREF(flat);
+        return NULL;
+    }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
 }
 
@@ -201,12 +215,10 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     c->eval(in, &out, -1);
-    if (params != NULL && f->solves)   /* M singular with these parameters: the Python function says so */
-        for (Py_ssize_t k = 0; k < f->out_size; ++k)
-            if (!isfinite(out[k])) {
-                Py_DECREF(flat);
-                return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-            }
+    if (f->solves && !all_finite(out, f->out_size)) {   /* the Python function says why */
+        Py_DECREF(flat);
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
 }
 
@@ -380,6 +392,10 @@ static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     c->eval(in, &out, -1);
+    if (f->solves && !all_finite(out, f->pivots ? f->start[f->nparts - 1] : f->out_size)) {   /* the Python function says why */
+        Py_DECREF(flat);
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    }
     if (f->pivots) {
         const Py_ssize_t first = f->start[f->nparts - 1];
         int clear = 1;

@@ -32,11 +32,14 @@ static inline int semidefinite(double a, double b, double c, double d, double e,
    (physical.py's _body_problem); strict: with the triangle inequality. */
 static inline int physical_body(const double *p, int strict)
 {
-    double scale = 1e-300;
-    for (int k = 0; k < 10; ++k)
+    double scale = 1e-300, mass_scale = 1e-300;   /* (m c left out of the second: see physical.py) */
+    for (int k = 0; k < 10; ++k) {
         scale = physical_max(scale, physical_abs(p[k]));
+        if (k == 0 || k >= 4)
+            mass_scale = physical_max(mass_scale, physical_abs(p[k]));
+    }
     const double m = p[0], hx = p[1], hy = p[2], hz = p[3];
-    const int massless = m <= RBDGEN_PHYSICAL_TOLERANCE * scale;
+    const int massless = m <= RBDGEN_PHYSICAL_TOLERANCE * mass_scale;
     const double h = physical_max(physical_max(physical_abs(hx), physical_abs(hy)), physical_abs(hz));
     const double w = massless ? 0.0 : 1.0 / m;
     const double a = p[4] - (hy * hy + hz * hz) * w, b = p[6] - (hx * hx + hz * hz) * w,

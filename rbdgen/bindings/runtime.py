@@ -77,6 +77,8 @@ class _Function:
         self.first = self.shared.index(False)
         self.shape, self.scalar, self.per_body = tuple(row["shape"]), bool(row["scalar"]), bool(row["per_body"])
         self.parts = tuple((start, stop, tuple(shape)) for start, stop, shape, _ in row["parts"]) or None
+        # a contact solve's pivots of G M^-1 G^T: its caller refuses redundant contacts by them
+        self.pivots = row["parts"][-1][0] if row["parts"] and row["parts"][-1][3] == "pivots" else None
         cname = f"rbdgen_{_META['module']}_{fname}"
         self.c, self.batch = getattr(_lib, cname), getattr(_lib, cname + "_batch")
         self.public = ("_" + fname) if row["per_body"] else ("_declared_" + fname) if row["declared"] else fname
@@ -112,8 +114,8 @@ class _Function:
         except (AttributeError, TypeError, ValueError):
             out = None
         if fast:
-            if checked and self.solves:
-                _arguments.solved(out.reshape(1, -1))
+            if self.solves:
+                self.finite(out.reshape(1, -1), args, checked)
             return self.result(out)
         # Every other call: batches, conversions, out=, and the errors for wrong arguments.
         args = list(args)
@@ -134,8 +136,8 @@ class _Function:
             out, target = _output(out, (count,) + (() if self.scalar else self.shape), tuple(args))
             if count:
                 self.batch(count, threads, *lead, *c_args, _buf(_D, target))
-            if checked and self.solves:
-                _arguments.solved(target.reshape(count, -1))
+            if self.solves and count:
+                self.finite(target.reshape(count, -1), args, checked)
             settled = _settled(out, target)
             return _parts(settled, self.parts) if self.parts else settled
         for k, (name, n) in enumerate(zip(self.names, self.sizes)):
@@ -143,9 +145,21 @@ class _Function:
                 args[k] = _vector(args[k], n, name)
         out, target = _output(out, self.shape, tuple(args))
         self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, target))
-        if checked and self.solves:
-            _arguments.solved(target.reshape(1, -1))
+        if self.solves:
+            self.finite(target.reshape(1, -1), args, checked)
         return self.result(_settled(out, target))
+
+    def finite(self, rows, args, params_given):
+        """ValueError naming the cause when a solve's result (rows, one per state) is not finite;
+        nothing when the contacts are redundant (the caller says so, by the pivots)."""
+        values = rows[:, :self.pivots] if self.pivots is not None else rows
+        if _np.isfinite(values).all():
+            return
+        if self.pivots is not None:
+            pivots = rows[:, self.pivots:]
+            if not (pivots > 1e-12 * _np.abs(pivots).max(axis=-1, keepdims=True)).all():
+                return
+        _arguments.solved(values, list(zip(self.names, args)), params_given, param_names)
 
     def define(self, namespace):
         """The public function, with its own signature (keywords by name, the defaults)."""
@@ -296,19 +310,43 @@ for _name, _point in _META["points"].items():
                                                    module=__name__)
 
 
-def _constraints(q, v, contacts, gamma=True, params=None):
-    """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions."""
+def _constraints(q, v, contacts, gamma=True, params=None, threads=0):
+    """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions (q,
+    v: vectors, or batches of one count as _call_time_states gives them)."""
     if not _CALL_TIME_CONTACTS:
         raise ValueError("contacts: this module takes no call-time contacts (they need minv, nle and the "
                          "local_world_aligned frame Jacobian and classical acceleration); rebuild it with them")
     contacts = _contact.parse_contacts(contacts)
-    q = _vector(q, nq, "q")
-    keywords = _keywords(params)
+    keywords = dict(_keywords(params), threads=threads)
     G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point, **keywords))
     if not gamma:
         return G, None
-    v = _vector(v, nv, "v")
     return G, _contact.constraint_bias(contacts, lambda frame, point: point_gamma(q, v, frame, point, **keywords))
+
+
+def _call_time_states(*named):
+    """The states of a call with call-time contacts ((name, value, size) each): all vectors, or
+    all batches of the count of q."""
+    if _is_batch(named[0][1], named[0][2], named[0][0]):
+        count = _np.shape(named[0][1])[0]
+        return [_batch(x, n, name, count) for name, x, n in named]
+    return [_vector(x, n, name) for name, x, n in named]
+
+
+def _call_time_result(parts, states, params, out):
+    """The result of call-time contacts, parts (q-ddot or v+, then the multipliers) of one
+    state or a batch, checked as a solve's (an input that is not finite, or so large that the
+    result overflows, is named) and written into out= (the flat [q-ddot, lambda]) if given."""
+    flat = _np.concatenate(parts, axis=-1)
+    inputs = list(states) + ([("params", _PARAMETERS.shaped(params))] if params is not None else [])
+    if flat.size:
+        _arguments.solved(flat.reshape(-1, flat.shape[-1]), inputs, params is not None, param_names)
+    if out is not None:
+        out, target = _output(out, flat.shape, tuple(x for _, x in inputs))
+        target[...] = flat
+        flat = _settled(out, target)
+    n = parts[0].shape[-1]
+    return flat[..., :n], flat[..., n:]
 
 
 def _declared(name):
@@ -324,10 +362,12 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=Non
     """(q-ddot, lambda): M q-ddot = tau - nle + G^T lambda with G q-ddot + G-dot v = 0.
 
     contacts None: the contacts declared at build time (`contacts`; lambda in each contact
-    frame's axes, as Pinocchio's LOCAL constraints), in C, batches and out= (the flat array
-    [q-ddot, lambda, pivots]) allowed. A list [(frame, point, normal or None)]: contacts chosen
-    now (one state; a normal, in world axes, constrains one direction, None the whole point).
-    Redundant contacts raise ValueError unless damping > 0.
+    frame's axes, as Pinocchio's LOCAL constraints), in C; out= is the flat array [q-ddot,
+    lambda, pivots]. A list [(frame, point, normal or None)]: contacts chosen now (a normal, in
+    world axes, constrains one direction, None the whole point; lambda in world axes), assembled
+    from the point functions and solved with NumPy; out= is the flat array [q-ddot, lambda].
+    Both take batches (B, n) and params per state. Redundant contacts raise ValueError unless
+    damping > 0.
     """
     damping, keywords = _contact.check_damping(damping), _keywords(params)
     if contacts is None:
@@ -335,14 +375,17 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=Non
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
-    G, gamma = _constraints(q, v, contacts, params=params)
-    return _contact.contact_dynamics(minv(q, **keywords), nle(q, v, **keywords), _vector(tau, nv, "tau"), G, gamma,
-                                     damping)
+    q, v, tau = _call_time_states(("q", q, nq), ("v", v, nv), ("tau", tau, nv))
+    G, gamma = _constraints(q, v, contacts, params=params, threads=threads)
+    with _np.errstate(all="ignore"):   # a result that is not finite is an error, with its cause
+        parts = _contact.contact_dynamics(minv(q, **keywords, threads=threads), nle(q, v, **keywords, threads=threads),
+                                          tau, G, gamma, damping)
+    return _call_time_result(parts, (("q", q), ("v", v), ("tau", tau)), params, out)
 
 
 def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, params=None, out=None, threads=0):
-    """(v+, impulses): v+ = v- + M^-1 G^T Lambda with G v+ = -restitution G v- (contacts as
-    for contact_dynamics)."""
+    """(v+, impulses): v+ = v- + M^-1 G^T Lambda with G v+ = -restitution G v- (contacts,
+    batches and out= as for contact_dynamics)."""
     restitution, damping = _contact.check_restitution(restitution), _contact.check_damping(damping)
     keywords = _keywords(params)
     if contacts is None:
@@ -351,17 +394,27 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, pa
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
-    G, _ = _constraints(q, None, contacts, gamma=False, params=params)
-    return _contact.impulse_dynamics(minv(q, **keywords), _vector(v_minus, nv, "v_minus"), G, restitution, damping)
+    q, v_minus = _call_time_states(("q", q, nq), ("v_minus", v_minus, nv))
+    G, _ = _constraints(q, None, contacts, gamma=False, params=params, threads=threads)
+    with _np.errstate(all="ignore"):
+        parts = _contact.impulse_dynamics(minv(q, **keywords, threads=threads), v_minus, G, restitution, damping)
+    return _call_time_result(parts, (("q", q), ("v_minus", v_minus)), params, out)
 
 
 def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
-    """The contact-space inverse inertia G M^-1 G^T (contacts as for contact_dynamics)."""
+    """The contact-space inverse inertia G M^-1 G^T (contacts, batches as for contact_dynamics)."""
     keywords = _keywords(params)
     if contacts is None:
         return _declared("contact_inertia")(q, **keywords, out=out, threads=threads)
-    G, _ = _constraints(q, None, contacts, gamma=False, params=params)
-    return G @ minv(q, **keywords) @ G.T
+    q, = _call_time_states(("q", q, nq))
+    G, _ = _constraints(q, None, contacts, gamma=False, params=params, threads=threads)
+    inertia = _contact.contact_inertia(minv(q, **keywords, threads=threads), G)
+    if out is None:
+        return inertia
+    out, target = _output(out, inertia.shape, (q,))
+    target[...] = inertia
+    return _settled(out, target)
+
 
 def casadi(function, frame=None, reference=None):
     """The generated C function `function` as a casadi.Function: named inputs and outputs in

@@ -51,7 +51,9 @@ def _body_problem(p, names, strict):
     if (m < 0).any():
         state = int(np.argmax(m < 0))
         return f"mass {names[0]} = {m[state]:g} is negative", state
-    massless = m <= TOLERANCE * scale
+    # massless against m and the rotational inertia only: a huge m c is a centre of mass far
+    # away (whose inertia the test below refuses), not a sign that m is a rounding of 0
+    massless = m <= TOLERANCE * np.maximum(np.abs(p[:, [0, 4, 5, 6, 7, 8, 9]]).max(axis=1), 1e-300)
     stray = massless & (np.maximum(np.maximum(abs(hx), abs(hy)), abs(hz)) > TOLERANCE * scale)
     if stray.any():
         return f"mass {names[0]} is 0 but m c ({', '.join(names[1:4])}) is not", int(np.argmax(stray))
@@ -93,7 +95,8 @@ def _semidefinite(a, b, c, d, e, f, size):
     """Per row, whether the symmetric matrices [[a, d, e], [d, b, f], [e, f, c]] are positive
     semidefinite within TOLERANCE * size: every principal minor >= 0."""
     tol = TOLERANCE * size
-    diagonal = np.minimum(np.minimum(a, b), c) >= -tol
-    pairs = np.minimum(np.minimum(a * b - d * d, a * c - e * e), b * c - f * f) >= -tol * size
-    det = a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e)
-    return diagonal & pairs & (det >= -tol * size * size)
+    with np.errstate(over="ignore", invalid="ignore"):   # minors of huge finite values: -inf fails as it should
+        diagonal = np.minimum(np.minimum(a, b), c) >= -tol
+        pairs = np.minimum(np.minimum(a * b - d * d, a * c - e * e), b * c - f * f) >= -tol * size
+        det = a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e)
+        return diagonal & pairs & (det >= -tol * size * size)
