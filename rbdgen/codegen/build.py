@@ -339,14 +339,36 @@ def build(urdf_path, out_dir="generated", options=None, progress=_noop, **change
 
 
 def file_digest(path):
-    """The SHA-256 of a robot's file, as model.json's source records it (urdf_sha256)."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    """The SHA-256 of a robot's file, or of a file it reads, as model.json's source records them
+    (urdf_sha256, files); None where no file can be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
-def source_changed(source):
-    """Whether the file a module was built from differs from the one model.json recorded."""
-    return source.get("urdf_sha256") not in (None, file_digest(source["urdf"]))
+def source_changed(source, current=None):
+    """The first file (its path) that differs from model.json's source record `source`, or None:
+    the robot's file (urdf_sha256), then every other file the description read (files: {path:
+    digest}, None for an optional xacro include that was absent). Compared with the files as
+    they are now, or, given `current`, with the record of a load_source since (the files that
+    load read, which may be others). A record made before files were recorded checks the
+    robot's file alone, one without urdf_sha256 nothing."""
+    top = source["urdf"]
+    if source.get("urdf_sha256") is None:
+        return None
+    recorded = {top: source["urdf_sha256"], **(source.get("files") or {})}
+    if current is None:
+        now = {path: file_digest(path) for path in recorded}
+    else:
+        now = {top: current.get("urdf_sha256"), **(current.get("files") or {})}
+    if "files" not in source:
+        recorded, now = {top: recorded[top]}, {top: now.get(top)}
+    for path in list(recorded) + [path for path in now if path not in recorded]:
+        if path not in recorded or path not in now or recorded[path] != now[path]:
+            return path
+    return None
 
 
 def load_source(urdf_path, options, progress=_noop):
@@ -356,12 +378,16 @@ def load_source(urdf_path, options, progress=_noop):
     t0 = time.perf_counter()
     fn_table.check_names(options.algorithms)
     reading = options.reading()
+    # the digest before the read: a file edited meanwhile then reads as changed, not as the same
+    digest = file_digest(urdf_path)
+    read = []
     model = load_model(urdf_path, floating_base=options.floating_base, strict=options.strict, mimic=options.mimic,
-                       **reading)
+                       files_read=read, **reading)
     check_moves(model)
     check_task_space(model, options.frames, options.contacts)
     apply_parameters(model, options.parameters)
-    source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": file_digest(urdf_path),
+    source = {"urdf": os.path.abspath(urdf_path), "urdf_sha256": digest,
+              "files": {path: file_digest(path) for path in read},
               "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
               "kind": source_kind(urdf_path),
               **{k: {str(n): v for n, v in value.items()} for k, value in reading.items()}}

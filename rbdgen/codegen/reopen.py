@@ -3,7 +3,9 @@ Ray): the module a folder holds, by the folder's path and the build key.
 
 The process loads the compiled module from the same folder when it is there (a shared file
 system, or the same machine), and builds it there from the build's recipe (model.json's source
-and options) when the folder is absent: the robot's file must then be at the same path.
+and options) when the folder is absent: the robot's file must then be at the same path, with the
+files it reads (xacro and MJCF includes, the meshes an MJCF's inertias come from) as they were at
+the build, which model.json's source records by digest.
 """
 
 import os
@@ -25,16 +27,16 @@ def module_at(folder, build_key, recipe):
 
 
 def _open(folder, build_key, recipe):
-    from .build import build, load, source_changed
+    from .build import build_model, load, load_source, source_changed
     from .compiler import compile_flags
     try:
         meta = cache.read_json(os.path.join(folder, "model.json"))
         found, machine = meta.get("build_key"), meta.get("machine")
     except (OSError, ValueError, AttributeError):
         found = machine = None
-    options = recipe["options"]
+    asked = recipe["options"]
     if found == build_key:
-        if machine is not None and machine != cache.machine_digest(compile_flags(options.get("native", True))):
+        if machine is not None and machine != cache.machine_digest(compile_flags(asked.get("native", True))):
             raise BuildError(f"'{folder}' was compiled for another machine (CPU, compiler or Python differ from "
                              "this one's); build with native=False for machines that share it, or give each kind "
                              "of machine a folder of its own")
@@ -44,15 +46,31 @@ def _open(folder, build_key, recipe):
                          "pickle the module again after the build")
     source = recipe["source"]
     path = source.get("urdf")
+    if path is None:   # build_model(model) records no source
+        raise BuildError(f"'{folder}' is not on this machine, and its module was built from a Model in Python "
+                         "(build_model), with no robot file to build it from; put the module folder on storage "
+                         "every process sees")
     if not (isinstance(path, str) and os.path.isfile(path)):
         raise BuildError(f"'{folder}' is not on this machine, nor the robot's file {path!r} to build it from; "
                          "put the module folder (or the robot's file) on storage every process sees")
-    if source_changed(source):
-        raise BuildError(f"'{folder}' is not on this machine, and {path} changed since the module was built: "
-                         "building it would give another robot; put the module folder on storage every "
-                         "process sees")
-    module = build(path, os.path.dirname(folder), BuildOptions.of_recipe(source, options, recipe["module"]))
+    _unchanged(folder, source, source_changed(source))
+    options = BuildOptions.of_recipe(source, asked, recipe["module"])
+    model, now = load_source(path, options)
+    _unchanged(folder, source, source_changed(source, now))   # the files this read, as they were read
+    module = build_model(model, os.path.dirname(folder), options, source=now)
     if module._META["build_key"] != build_key:   # rbdgen, its compiler or this machine differ
         raise BuildError(f"'{folder}' was absent and is now built here, but not as the module pickled (rbdgen, the "
                          "C compiler or the machine differ); put the module folder on storage every process sees")
     return module
+
+
+def _unchanged(folder, source, changed):
+    """BuildError when `changed`, a file the robot is read from, differs from the build's."""
+    if changed is None:
+        return
+    what = "is gone" if not os.path.isfile(changed) else "changed"
+    if changed != source["urdf"]:
+        what = f"(read by {source['urdf']}) {what}"
+    raise BuildError(f"'{folder}' is not on this machine, and the robot file {changed} {what} since the module was "
+                     "built: building it would give another robot; put the module folder on storage every "
+                     "process sees")

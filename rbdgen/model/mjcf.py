@@ -23,6 +23,7 @@ dynamics).
 import math
 import os
 import warnings
+import xml.etree.ElementTree as ET
 
 from ..errors import ModelError
 from ..spatial import Inertia, Transform, axis_rotation, matmul3, quaternion_to_rotation, transpose3
@@ -63,6 +64,76 @@ def compile_mjcf(path):
     for message in heard:
         warnings.warn(f"MuJoCo: {' '.join(str(message).split())}", MJCFWarning, stacklevel=3)
     return compiled
+
+
+def files_read(path, _seen=None):
+    """The absolute paths of the files besides `path` that the MJCF's dynamics depend on: its
+    <include>s at any depth, the MJCF files of its <asset><model>s (with theirs), and the mesh
+    and height-field files of the geoms whose bodies take their inertias from geoms (MuJoCo's
+    compiler inertiafromgeom, "auto" by default: the bodies without an <inertial>). Textures and
+    skins only draw."""
+    top = os.path.abspath(os.fspath(path))
+    seen = {top} if _seen is None else _seen
+    found, models = [], []
+    _references(top, os.path.dirname(top), found, models, seen)
+    for model in models:
+        found.extend(files_read(model, seen))
+    for asset in _inertia_assets(top):
+        if asset not in seen:
+            seen.add(asset)
+            found.append(asset)
+    return found
+
+
+def _references(including, model_dir, found, models, seen):
+    """Append to `found` the files that `including` pulls in by <include file> (MuJoCo looks
+    for them in the main file's folder first, then in the including file's), and to `models`
+    too those of <asset><model file> (models of their own, with their own folder)."""
+    try:
+        root = ET.parse(including).getroot()
+    except (ET.ParseError, OSError):
+        return   # MuJoCo compiled the model: what ElementTree refuses here is MuJoCo's to judge
+    for element in root.iter():
+        name = element.get("file")
+        if name is None or element.tag not in ("include", "model"):
+            continue
+        candidates = [os.path.join(model_dir, name), os.path.join(os.path.dirname(including), name)]
+        target = os.path.abspath(next((c for c in candidates if os.path.isfile(c)), candidates[0]))
+        if target in seen:
+            continue
+        seen.add(target)
+        found.append(target)
+        if element.tag == "include":
+            _references(target, model_dir, found, models, seen)
+        else:
+            models.append(target)
+
+
+def _inertia_assets(path):
+    """The mesh and height-field files used by geoms that give a moving body its inertia."""
+    import mujoco
+    try:
+        spec = mujoco.MjSpec.from_file(path)
+    except ValueError:
+        return []
+    mode = spec.compiler.inertiafromgeom
+    if mode == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE:
+        return []
+    every = mode == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE   # else "auto"
+    low, high = (int(x) for x in spec.compiler.inertiagrouprange)
+    used = set()
+    for geom in spec.geoms:
+        body = geom.parent
+        if body.name != spec.worldbody.name and low <= geom.group <= high and (every or not body.explicitinertial):
+            used.update(filter(None, (geom.meshname, geom.hfieldname)))
+    files = []
+    for asset in list(spec.meshes) + list(spec.hfields):
+        name = asset.name or os.path.splitext(os.path.basename(asset.file))[0]
+        if asset.file and name in used:
+            folder = getattr(getattr(asset, "compiler", None), "meshdir", None) or spec.meshdir or ""
+            files.append(os.path.abspath(os.path.join(spec.modelfiledir or os.path.dirname(path), folder,
+                                                      asset.file)))
+    return files
 
 
 def model_from_mujoco(m, default_name="robot"):

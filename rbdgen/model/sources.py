@@ -63,13 +63,15 @@ def xacro_use(path):
 
 
 def load_model(path, floating_base=False, strict=False, mimic=False, armature=None, xacro_args=None,
-               packages=None):
+               packages=None, files_read=None):
     """The Model of a URDF, xacro or MJCF file.
 
     floating_base: a free-flyer root for a URDF or xacro (an MJCF says itself which bodies
     are free); strict, mimic: as load_urdf; armature: {joint: rotor inertia} added to (for MJCF:
     replacing) the file's; xacro_args: {name: value} for xacro's <xacro:arg>; packages:
-    {package: folder} for xacro's $(find package)."""
+    {package: folder} for xacro's $(find package); files_read: a list that receives the absolute
+    paths of the other files the model depends on (see expand_xacro and mjcf.files_read; a URDF's
+    meshes do not enter its dynamics, so none for a URDF)."""
     path = os.fsdecode(os.fspath(path))
     kind = source_kind(path)
     if kind == "mjcf":
@@ -78,19 +80,24 @@ def load_model(path, floating_base=False, strict=False, mimic=False, armature=No
         if mimic:
             raise ModelError(f"{path}: --mimic is for URDF's <mimic>; MJCF couples joints by equality "
                              "constraints, which rbdgen leaves out")
-        from .mjcf import load_mjcf
+        from .mjcf import files_read as mjcf_files, load_mjcf
         model = load_mjcf(path)
+        if files_read is not None:
+            files_read.extend(mjcf_files(path))
         return with_joint_dynamics(model, armature=armature) if armature else model
     if kind == "xacro":
-        text = expand_xacro(path, xacro_args, packages)
+        text = expand_xacro(path, xacro_args, packages, files_read)
         return _urdf.model_from_urdf_string(text, source=path, floating_base=floating_base, strict=strict, mimic=mimic,
                                       armature=armature)
     return _urdf.load_urdf(path, floating_base=floating_base, strict=strict, mimic=mimic, armature=armature)
 
 
-def expand_xacro(path, args=None, packages=None):
+def expand_xacro(path, args=None, packages=None, files_read=None):
     """The URDF text of a xacro file, with `args` ({name: value}) for its <xacro:arg>s and
-    $(find package) resolved from `packages` ({name: folder}) or ROS_PACKAGE_PATH."""
+    $(find package) resolved from `packages` ({name: folder}) or ROS_PACKAGE_PATH; `files_read`,
+    a list, receives the absolute paths of the files xacro read besides `path` (its includes,
+    whatever their depth, and the YAML of load_yaml; an optional include that is absent too, as
+    its appearing would change the robot)."""
     try:
         import xacro
         import xacro.substitution_args as substitution
@@ -112,6 +119,8 @@ def expand_xacro(path, args=None, packages=None):
     mappings = {str(k): str(v) for k, v in (args or {}).items()}
     with _replaced(substitution, "_eval_find", find), open(os.devnull, "w") as quiet, \
             contextlib.redirect_stderr(quiet):
+        # xacro appends every file it opens to a list of its own that it never clears
+        known = len(xacro.all_includes)
         try:
             document = xacro.process_file(path, mappings=mappings)
         except Exception as exc:   # xacro raises its own exceptions and whatever its expressions raise
@@ -123,6 +132,11 @@ def expand_xacro(path, args=None, packages=None):
             if type(exc).__name__ == "ArgException" or "Undefined substitution argument" in message:
                 message += "; give it with --xacro-arg NAME:=VALUE"
             raise ModelError(f"{path}: xacro: {message}") from None
+    if files_read is not None:
+        top = os.path.abspath(path)
+        for name in map(os.path.abspath, xacro.all_includes[known:]):
+            if name != top and name not in files_read:
+                files_read.append(name)
     return document.toxml()
 
 
