@@ -178,6 +178,18 @@ def test_an_unchanged_include_rebuilds(xacro_arm):
     shutil.rmtree(module._HERE)
 
 
+def test_another_rbdgen_builds_nothing(xacro_arm, monkeypatch):
+    """Where the build key would differ (another rbdgen, C compiler or machine), unpickling
+    refuses before anything is built or installed."""
+    from rbdgen.codegen import build as build_module
+    module, blob, _, _ = xacro_arm
+    move_away(module._HERE)
+    monkeypatch.setattr(build_module, "code_fingerprint", lambda: "another rbdgen")
+    with pytest.raises(BuildError, match="would give another module than the one pickled .*nothing was built"):
+        unpickle_here(blob, module)
+    assert not os.path.exists(module._HERE)
+
+
 def test_records_without_files_are_still_read(xacro_arm):
     """A model.json from before the files were recorded: the robot's file alone is checked."""
     _, _, robot, macros = xacro_arm

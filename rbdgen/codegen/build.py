@@ -151,13 +151,15 @@ def _importable_elsewhere(name):
         os.path.join(os.path.dirname(spec.origin), "model.json")))
 
 
-def build_model(model, out_dir="generated", options=None, progress=_noop, source=None, **changes):
+def build_model(model, out_dir="generated", options=None, progress=_noop, source=None, expected_key=None, **changes):
     """Generate, compile, verify and load the module for `model`; reuse it when nothing
     changed (the rules are in codegen/cache.py). options: a BuildOptions (codegen/options.py),
     with `changes` by keyword (name=, algorithms=, frames=, contacts=, native=, cse=, verify=):
     frames are the names of the frames the module serves (None: every frame of the model);
     contacts the contacts declared at build time, as "FRAME:6d", "FRAME:3d@x,y,z",
-    "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained)."""
+    "FRAME:1d@x,y,z/nx,ny,nz" (rbdgen.algorithms.constrained). expected_key: the build key the
+    module must have (a pickled module's, rebuilt in another process): BuildError, with nothing
+    built, when this build's differs."""
     options = BuildOptions.of(options, **changes)
     name, algorithms, native, verify = options.name, options.algorithms, options.native, options.verify
     frames, contacts = options.frames, options.contacts
@@ -178,6 +180,10 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
              "contacts": [c.describe() for c in declared], "parameters": list(model.parameters)}
     flags = compile_flags(native)
     key = cache.build_key(model_fingerprint(model), asked, __version__, code_fingerprint(), flags=flags)
+    if expected_key is not None and key != expected_key:
+        raise BuildError(f"'{os.path.join(out_dir, module)}' is not on this machine, and building it here would give "
+                         "another module than the one pickled (rbdgen, the C compiler or the machine differ): nothing "
+                         "was built; put the module folder on storage every process sees")
     _make_output_folder(out_dir)
     target = os.path.join(out_dir, module)
     if os.path.lexists(target) and not os.path.isdir(target):

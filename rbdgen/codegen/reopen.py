@@ -57,11 +57,7 @@ def _open(folder, build_key, recipe):
     options = BuildOptions.of_recipe(source, asked, recipe["module"])
     model, now = load_source(path, options)
     _unchanged(folder, source, source_changed(source, now))   # the files this read, as they were read
-    module = build_model(model, os.path.dirname(folder), options, source=now)
-    if module._META["build_key"] != build_key:   # rbdgen, its compiler or this machine differ
-        raise BuildError(f"'{folder}' was absent and is now built here, but not as the module pickled (rbdgen, the "
-                         "C compiler or the machine differ); put the module folder on storage every process sees")
-    return module
+    return build_model(model, os.path.dirname(folder), options, source=now, expected_key=build_key)
 
 
 def _unchanged(folder, source, changed):
