@@ -76,8 +76,16 @@ def _options(args):
 
 
 def _parameters(args):
-    """The SPECs of --parameters (repeated, or separated by commas)."""
-    return [spec for item in getattr(args, "parameters", None) or () for spec in _algorithms(item) or ()]
+    """The SPECs of --parameters (repeated, or separated by commas); an empty one is an error,
+    as it is from Python, rather than a build without the parameters meant."""
+    from .model.parameters import SPECS_CHOICE
+    specs = []
+    for item in getattr(args, "parameters", None) or ():
+        found = [spec.strip() for spec in item.split(",")]
+        if "" in found:
+            raise RbdgenError(f"--parameters {item!r}: empty SPEC; give {SPECS_CHOICE}")
+        specs += found
+    return specs
 
 
 def _load_urdf(args, urdf, floating_base, mimic):
@@ -282,9 +290,18 @@ def cmd_symbolic(args):
     from .symbolic import SympyFunction
     model = _load_urdf(args, args.urdf, args.floating_base, args.mimic)
     parameters = _parameters(args)
-    function = SympyFunction.of(model, args.function, parameters, closed_form=args.closed_form)
+    function = SympyFunction.of(model, args.function, parameters, closed_form=args.closed_form,
+                                progress=_progress(time.perf_counter()))
     print(function.listing("latex" if args.latex else "python" if args.python else "text"))
     return 0
+
+
+def _stdout_to_devnull():
+    """Point file descriptor 1 at devnull, so that what is left in stdout's buffer is dropped."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # a stdout that is no file (one replaced in-process)
+        pass
 
 
 def _symmetric(M):
@@ -390,7 +407,9 @@ def main(argv=None):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             try:
-                return args.func(args)
+                code = args.func(args)
+                sys.stdout.flush()   # a closed pipe is met here, not at the interpreter's exit
+                return code
             finally:
                 # the URDF is loaded twice by verify and bench (model, then build): say each thing once
                 for message in dict.fromkeys(_printable(w.message) for w in caught):
@@ -401,6 +420,12 @@ def main(argv=None):
         if getattr(exc, "output", ""):
             print(exc.output, file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader of stdout closed it (rbdgen symbolic ... | head): stop quietly, as a C
+        # tool killed by SIGPIPE does, with the status a shell gives one (128 + 13); stdout
+        # goes to devnull so that the interpreter's last flush does not fail again
+        _stdout_to_devnull()
+        return 141
     except OSError as exc:   # PermissionError, NotADirectoryError, ... met after the checks
         print(f"rbdgen: error: {_printable(_os_error(exc))}", file=sys.stderr)
         return 2

@@ -36,8 +36,19 @@ from .table.inputs import INPUTS
 # Rational (0.5 as 1/2), any other as a Float (15 digits shown, its double kept)
 RATIONAL_DENOMINATOR = 1024
 
+# The closed form's bounds, on the outputs' sizes once the replacements are substituted (nodes
+# of the expression trees, closed_form_sizes), checked before anything is substituted. The time
+# sympy.simplify takes grows faster than the size, and steeply past an entry of about 1500 nodes.
+# Measured on a double pendulum and a planar two-link arm: every function but aba's derivatives,
+# with the gravity or the inertias as parameters, fits (aba, the largest, 1300 to 1800 nodes over
+# its two entries) and closes; aba with the armature too (an entry of 1800 to 2000),
+# aba_derivatives, UR5's crba or gravity and Panda's functions are refused, and those ran for
+# minutes or did not finish. The total bounds a function of many entries, each under the first.
+CLOSED_FORM_MAX_ENTRY = 1500
+CLOSED_FORM_MAX_TOTAL = 2000
 
-def symbolic(robot, function, parameters=(), floating_base=False, closed_form=False):
+
+def symbolic(robot, function, parameters=(), floating_base=False, closed_form=False, progress=None):
     """The function `function` of `robot` (a Model, or the path of a URDF, xacro or MJCF file)
     as SymPy expressions: `(replacements, outputs)` as `sympy.cse` returns them, a list of
     (Symbol, expression) to evaluate in order, and one output per part of the function (M and
@@ -48,11 +59,13 @@ def symbolic(robot, function, parameters=(), floating_base=False, closed_form=Fa
     gravity, armature, damping, origin:JOINT) whose entries become symbols (m_link7, g_z, ...) instead
     of the model's numbers. floating_base: a free-flyer root for a URDF or xacro file.
     closed_form: the replacements substituted into the outputs and each entry simplified (no
-    replacements are returned); for small robots."""
+    replacements are returned); for small robots: an output larger than CLOSED_FORM_MAX_ENTRY or
+    CLOSED_FORM_MAX_TOTAL nodes once substituted is a CodegenError, before any simplification.
+    progress: a function of one string called as the closed form proceeds (entry by entry)."""
     if isinstance(robot, Model) and floating_base:
         raise RbdgenError("floating_base is for a robot's file: a Model has its joints already")
     model = robot if isinstance(robot, Model) else _load(robot, floating_base)
-    f = SympyFunction.of(model, function, parameters, closed_form)
+    f = SympyFunction.of(model, function, parameters, closed_form, progress)
     return f.replacements, f.outputs
 
 
@@ -68,12 +81,16 @@ class SympyFunction:
     output_names: list
 
     @classmethod
-    def of(cls, model, function, parameters=(), closed_form=False):
+    def of(cls, model, function, parameters=(), closed_form=False, progress=None):
         import sympy
         spec = _spec(function)
         params = model_parameters(model, parameters)
+        if spec.parametric and not len(params):
+            raise CodegenError(f"{function} is a derivative with respect to model parameters and none are given; "
+                               f"name them with parameters=[...] (--parameters), e.g. gravity or inertia:all")
+        model = with_parameters(model, parameters)
         try:
-            program = generate_program(with_parameters(model, parameters), dataclasses.replace(spec, variants=()))
+            program = generate_program(model, dataclasses.replace(spec, variants=()))
         except TypeError as exc:    # a numeric step of the algorithm met a symbol
             raise CodegenError(f"{function}: its algorithm does not take the parameters {', '.join(parameters)} "
                                f"as symbols ({exc})") from None
@@ -84,10 +101,7 @@ class SympyFunction:
             names.update(zip(symbols, inputs[-1][1]))
         replacements, flat = to_sympy(program, names)
         if closed_form:
-            values = {}
-            for target, value in replacements:
-                values[target] = value.xreplace(values)
-            flat = [sympy.simplify(x.xreplace(values)) for x in flat]
+            flat = _closed_form(function, replacements, flat, progress or _quiet)
             replacements = []
         parts = spec.parts(model) if spec.parts else [(function, tuple(spec.output(model)))]
         return cls(function, inputs, replacements, _shaped(flat, [shape for _, shape in parts], spec.scalar),
@@ -111,6 +125,49 @@ class SympyFunction:
         body.append(f"    return {', '.join(results)}")
         header = f"def {self.name}({', '.join(name for name, _ in self.inputs)}):"
         return "\n".join(["import math", "", "", header] + body)
+
+
+def _closed_form(function, replacements, flat, progress):
+    """The outputs `flat` with the replacements substituted, each simplified; a CodegenError
+    when they are over the closed form's bounds."""
+    import sympy
+    sizes = closed_form_sizes(replacements, flat)
+    total, largest = sum(sizes), max(sizes, default=0)
+    if largest > CLOSED_FORM_MAX_ENTRY or total > CLOSED_FORM_MAX_TOTAL:
+        what = (f"an entry of {largest} nodes (the bound is {CLOSED_FORM_MAX_ENTRY})" if largest > CLOSED_FORM_MAX_ENTRY
+                else f"{total} nodes in all (the bound is {CLOSED_FORM_MAX_TOTAL})")
+        raise CodegenError(f"{function}: its closed form would have {what}, too large to simplify in reasonable "
+                           f"time; use the cse form (closed_form=False; rbdgen symbolic without --closed-form)")
+    progress(f"{function}: {len(flat)} entries, of size {total} in all once substituted")
+    values = {}
+    for target, value in replacements:
+        values[target] = value.xreplace(values)
+    out = []
+    for k, (x, size) in enumerate(zip(flat, sizes)):
+        progress(f"simplifying entry {k + 1} of {len(flat)} (size {size})")
+        out.append(sympy.simplify(x.xreplace(values)))
+    return out
+
+
+def closed_form_sizes(replacements, flat):
+    """The number of nodes of each output's expression tree once the replacements are
+    substituted, found without substituting (a replacement's symbol counts as its value's
+    nodes): the measure of CLOSED_FORM_MAX_ENTRY and CLOSED_FORM_MAX_TOTAL."""
+    sizes = {}
+
+    def size(x):
+        found = sizes.get(x)
+        if found is None:
+            found = sizes[x] = 1 + sum(map(size, x.args))
+        return found
+
+    for target, value in replacements:
+        sizes[target] = size(value)
+    return [size(x) for x in flat]
+
+
+def _quiet(message):
+    pass
 
 
 def _nested(value):

@@ -43,6 +43,10 @@ from . import physical
 INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
 INERTIA_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 SPECS = "inertia:LINK, inertia:all, payload:FRAME, gravity, armature, damping, origin:JOINT"
+SPECS_CHOICE = "inertia:LINK, inertia:all, payload:FRAME, gravity, armature, damping or origin:JOINT"
+# The groups that name an element of the model: what, and the SPECs that name it
+TARGETS = {"inertia": ("link", "inertia:LINK or inertia:all"), "payload": ("frame", "payload:FRAME"),
+           "origin": ("joint", "origin:JOINT")}
 
 
 def inertia_entries(inertia):
@@ -154,8 +158,7 @@ def _random_bodies(rng, batch):
 def model_parameters(model, specs=()):
     """The Parameters of `model` that `specs` (SPEC strings, see the module, or one string of
     them separated by commas) name, in the order given (an entry named twice is taken once)."""
-    if isinstance(specs, str):
-        specs = [spec for spec in specs.split(",") if spec.strip()]
+    specs = split_specs(specs)
     full = model.full
     entries, names, seen = [], [], set()
 
@@ -166,9 +169,12 @@ def model_parameters(model, specs=()):
             names.append(name)
 
     for spec in specs:
-        group, _, target = str(spec).partition(":")
+        group, _, target = spec.partition(":")
         group = group.strip()
         target = target.strip()
+        if group in TARGETS and not target:
+            what, forms = TARGETS[group]
+            raise ModelError(f"parameter {spec!r} names no {what}; give {forms}")
         if group == "inertia":
             bodies = range(full.nbodies) if target == "all" else [_link(full, target, spec)]
             for i in bodies:
@@ -192,6 +198,15 @@ def model_parameters(model, specs=()):
     return Parameters(model, tuple(_identifiers(names)), tuple(nominal), tuple(entries))
 
 
+def split_specs(specs):
+    """The SPEC strings of `specs` (a list of them, or one string of them separated by commas),
+    stripped; ModelError for an empty one, which would otherwise name nothing silently."""
+    out = [str(spec).strip() for spec in (specs.split(",") if isinstance(specs, str) else specs or ())]
+    if "" in out:
+        raise ModelError(f"empty parameter SPEC in {specs!r}; give {SPECS_CHOICE}")
+    return out
+
+
 def changes_kinematics(specs):
     """Whether parameters `specs` move the robot's kinematics or gravity (gravity, origin:JOINT)
     rather than only its inertias, armature and damping."""
@@ -206,10 +221,8 @@ def parameters_of(model):
 def with_parameters(model, specs):
     """The model whose generated functions take the parameters `specs` name (SPEC strings or
     one string of them separated by commas) as their last input, `params`; ModelError (one
-    line, with close names) for an unknown one."""
-    if isinstance(specs, str):
-        specs = specs.split(",")
-    specs = tuple(dict.fromkeys(str(spec).strip() for spec in specs or () if str(spec).strip()))
+    line, with close names) for an unknown or empty one."""
+    specs = tuple(dict.fromkeys(split_specs(specs)))
     model_parameters(model, specs)   # the errors, now
     return dataclasses.replace(model, parameters=specs)
 
