@@ -224,8 +224,10 @@ def _module_source(folder, mimic):
     if not isinstance(urdf, str) or not os.path.isfile(urdf):
         raise RbdgenError(f"{folder}: the URDF it was built from ({urdf}) is gone; verify the URDF instead")
     from .codegen.build import source_changed
-    if source_changed(source):
-        raise RbdgenError(f"{folder}: {urdf} changed since the module was built; verify the URDF instead")
+    changed = source_changed(source)
+    if changed:
+        read_by = "" if changed == urdf else f" (read by {urdf})"
+        raise RbdgenError(f"{folder}: {changed}{read_by} changed since the module was built; verify the URDF instead")
     options = {k: source[k] for k in ("armature", "xacro_args", "packages") if isinstance(source.get(k), dict)}
     return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic)), options
 

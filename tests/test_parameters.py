@@ -1038,6 +1038,13 @@ def test_module_without_parameters_refuses_params(ur5_plain):
         ur5_plain.crba(s.q, params=np.zeros(3))
 
 
+def test_empty_spec_as_a_string_fails_before_building(folder):
+    """parameters="" is the empty SPEC (an error), not "no parameters"; a string is one SPEC."""
+    with pytest.raises(rbdgen.errors.RbdgenError, match="empty parameter SPEC"):
+        build(folder, "ur5", name="ur5_empty_spec", parameters="", algorithms=["rnea"])
+    assert not os.path.exists(folder / "ur5_empty_spec")
+
+
 def test_unknown_spec_fails_before_building(folder):
     with pytest.raises(rbdgen.errors.RbdgenError, match="no_such_link"):
         build(folder, "ur5", name="ur5_bad", parameters=["inertia:no_such_link"], algorithms=["rnea"])

@@ -5,6 +5,10 @@ rather than the same dozen arguments each."""
 from dataclasses import dataclass, fields, replace
 
 
+# The options that are lists of names
+LISTS = ("algorithms", "frames", "contacts", "parameters")
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     # how the robot's file is read (rbdgen.model.sources.load_model)
@@ -26,6 +30,8 @@ class BuildOptions:
 
     @classmethod
     def of(cls, options=None, **changes):
+        # (a string for a list, parameters="gravity", is that one item, not its characters; ""
+        # is then an empty name, which the checks refuse)
         """`options` (default: the defaults) with `changes`, as keyword arguments name them;
         None for a change means the default."""
         known = {f.name for f in fields(cls)}
@@ -33,7 +39,8 @@ class BuildOptions:
         if unknown:
             raise TypeError(f"unknown build option {unknown[0]!r}; the options are {', '.join(sorted(known))}")
         defaults = {f.name: f.default for f in fields(cls)}
-        changes = {k: defaults[k] if v is None else v for k, v in changes.items()}
+        changes = {k: defaults[k] if v is None else [v] if k in LISTS and isinstance(v, str) else v
+                   for k, v in changes.items()}
         return replace(options or cls(), **changes)
 
     @classmethod
