@@ -1,8 +1,10 @@
-"""Expressions -> C99: input symbols become array slots, small powers become products."""
+"""Expressions -> C99, in two dialects: scalar C on one state (SlotPrinter), and C on vectors
+of RBDGEN_LANES states (LanesPrinter, GCC's vector extensions). Input symbols become array
+slots, small powers become products."""
 
 import re
 
-from .expr import Expr, product_parts, term_times
+from .expr import Expr, free_symbols, product_parts, term_times
 
 _IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
 
@@ -32,11 +34,25 @@ class SlotPrinter:
     folds them in the same order, so the generator measures the digits of this C.
     """
 
+    # a function's C name in this dialect, where it is not the function's own
+    functions = {}
+
     def __init__(self, slots):
         self._slots = slots
 
     def expression(self, expr):
         return self._print(expr)
+
+    def statement(self, expr):
+        """The value a statement binds to its temporary."""
+        return self._print(expr)
+
+    def output(self, expr):
+        """The value stored to an output entry."""
+        return self._print(expr)
+
+    def _call(self, name, arguments):
+        return f"{self.functions.get(name, name)}({arguments})"
 
     def _print(self, x):
         if not isinstance(x, Expr):
@@ -51,7 +67,7 @@ class SlotPrinter:
         if x.function == "IfLess":
             v, threshold, below, above = (self._print(a) for a in x.args)
             return f"({v} < {threshold} ? {below} : {above})"
-        return f"{x.function}({', '.join(self._print(a) for a in x.args)})"
+        return self._call(x.function, ", ".join(self._print(a) for a in x.args))
 
     def _sum(self, x):
         parts = [_number(x.const)] if x.const != 0 else []
@@ -85,10 +101,43 @@ class SlotPrinter:
         if type(e) is int:
             return "(" + "*".join([self._factor(base)] * e) + ")"
         if e == 0.5:
-            return f"sqrt({self._print(base)})"
+            return self._call("sqrt", self._print(base))
         if e == -0.5:
-            return f"(1.0/sqrt({self._print(base)}))"
-        return f"pow({self._print(base)}, {_number(e)})"
+            return f"(1.0/{self._call('sqrt', self._print(base))})"
+        return self._call("pow", f"{self._print(base)}, {_number(e)}")
+
+
+class LanesPrinter(SlotPrinter):
+    """The same expressions on vectors of states (rbdgen_lanes, the kernels header): square
+    roots lane by lane, and a value that reads no input (a constant, a double) made a vector
+    by subtracting the vector of zeros. Only arithmetic and square roots have a vector form:
+    `prints` says whether a program's expressions are all such."""
+
+    functions = {"sqrt": "rbdgen_sqrt_lanes"}
+
+    def statement(self, expr):
+        if not free_symbols(expr):   # a double (the C library's sqrt), then made a vector
+            return f"({SlotPrinter(self._slots).statement(expr)}) - RBDGEN_LANES_ZERO"
+        return self._print(expr)
+
+    def output(self, expr):
+        return f"({self._print(expr)}) - RBDGEN_LANES_ZERO"
+
+    @staticmethod
+    def prints(exprs):
+        """Whether every expression has a vector form: arithmetic and square roots. A
+        conditional (IfLess), another function (sin, atan2) or a power other than an integer
+        or +-1/2 (printed pow()) has none."""
+        seen, stack = set(), list(exprs)
+        while stack:
+            x = stack.pop()
+            if not isinstance(x, Expr) or x.is_Symbol or id(x) in seen:
+                continue
+            seen.add(id(x))
+            if x.is_Call or (x.is_Mul and any(type(e) is not int and e not in (0.5, -0.5) for e in x.items.values())):
+                return False
+            stack.extend(x.items)   # a sum's terms, a product's bases
+        return True
 
 
 def _number(x):

@@ -3,7 +3,7 @@
 import jinja2
 
 from ..version import __version__
-from .cprinter import SlotPrinter, c_comment_text, c_string, slot_map
+from .cprinter import LanesPrinter, SlotPrinter, c_comment_text, c_string, slot_map
 from .expr import Expr, flops, free_symbols
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..algorithms.solves import runs
@@ -16,6 +16,7 @@ _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("rbdgen", "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     keep_trailing_newline=True, autoescape=False)
+_ENV.filters["c_string"] = c_string   # any text as a C string literal
 
 
 def template(name):
@@ -150,29 +151,34 @@ def kernel_data(program, part_statements):
         for k in left:
             crossing |= {sym for sym in free_symbols(program.outputs[k]) if sym in defined_in}
     slot = {sym: k for k, sym in enumerate(sorted(crossing, key=lambda s: (defined_in[s], s.name)))}
+    # the program on vectors of states too, where its expressions have a vector form
+    lanes = LanesPrinter.prints([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
+    dialects = (SlotPrinter, LanesPrinter) if lanes else (SlotPrinter,)
     rendered = []
     for index, part in enumerate(parts):
         imported = {sym: f"w[{slot[sym]}]" for sym in crossing if defined_in[sym] < index}
-        rendered.append(_lines(part, SlotPrinter({**inputs, **imported}), batched if index == 0 else [], slot, direct))
-    final = SlotPrinter({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}})
+        rendered.append(_lines(part, [dialect({**inputs, **imported}) for dialect in dialects],
+                               batched if index == 0 else [], slot, direct))
+    final = [dialect({**inputs, **{sym: f"w[{k}]" for sym, k in slot.items()}}) for dialect in dialects]
     # the arguments a C function of a part does not read, named so that -Wextra stays quiet
     unused = [_unread(program, part, program.outputs if len(parts) == 1 else ()) for part in parts]
     if len(parts) > 1:
         uses_w = [any(sym in crossing for st in part for sym in (*_targets(st), *_reads(st))) for part in parts]
         stores_out = [any(sym in direct for st in part for sym in _targets(st)) for part in parts]
         unused = [u + ([] if w else ["w"]) + ([] if o else ["out"]) for u, w, o in zip(unused, uses_w, stores_out)]
-    outputs = [(k, final.expression(program.outputs[k])) for k in left]
-    lanes = _vectorizable([st.expr for st in statements if not isinstance(st, SinCos)] + list(program.outputs))
+    outputs, *lanes_outputs = ([(k, printer.output(program.outputs[k])) for k in left] for printer in final)
+    lanes_outputs = lanes_outputs[0] if lanes else []
     # A program in parts stores its outputs from functions of at most PART_STATEMENTS stores
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
     # regressor) grows faster than linearly.
     chunked = len(parts) > 1
-    output_chunks = [outputs[k:k + part_statements] for k in range(0, len(outputs), part_statements)] if chunked else []
+    chunks = lambda stores: [stores[k:k + part_statements] for k in range(0, len(stores), part_statements)] if chunked else []
+    output_chunks, lanes_output_chunks = chunks(outputs), chunks(lanes_outputs)
     copy_chunks = [copies[k:k + part_statements] for k in range(0, len(copies), part_statements)] if chunked else []
     return dict(chain=None, parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused,
                 # one entry at least: C has no arrays of none (parts may share nothing, each storing its outputs)
-                workspace=max(1, len(slot)), outputs=outputs, copies=copies,
-                output_chunks=output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
+                workspace=max(1, len(slot)), outputs=outputs, copies=copies, lanes_outputs=lanes_outputs,
+                output_chunks=output_chunks, lanes_output_chunks=lanes_output_chunks, copy_chunks=copy_chunks, zero_outputs=len(zeros),
                 zero_runs=runs(zeros), operations=program.counts["operations"],
                 most=program.counts["operations"], sincos=program.counts["sincos"])
 
@@ -210,7 +216,7 @@ def chain_kernel_data(program, bodies):
     batched, _ = _sincos_first(program.statements, inputs)
     for st in batched:
         needed[id(st)], shared_from[id(st)] = set(range(count)), 0
-    printer = SlotPrinter(inputs)
+    printer = SlotPrinter(inputs)   # (a chain's program runs one state at a time)
     groups, done, done_sincos, most = [], 0, 0, 0
     for k, (body, exprs) in enumerate(zip(bodies, ends)):
         lines, ops, sincos = {}, {}, {}
@@ -218,11 +224,11 @@ def chain_kernel_data(program, bodies):
                 ("shared", [st for st in program.statements if shared_from.get(id(st)) == k]),
                 ("private", [st for st in program.statements if k in needed.get(id(st), ()) and shared_from[id(st)] > k])):
             batched, statements = _sincos_first(statements, inputs)
-            lines[kind] = _lines(statements, printer, batched, {})
+            lines[kind] = _lines(statements, [printer], batched, {})
             ops[kind] = sum(flops(st.expr) for st in statements if not isinstance(st, SinCos))
             sincos[kind] = sum(isinstance(st, SinCos) for st in statements)
         computed, copies, zeros = _stores(exprs)
-        outputs = [(k, printer.expression(exprs[k])) for k in computed]
+        outputs = [(k, printer.output(exprs[k])) for k in computed]
         operations = done + ops["shared"] + ops["private"] + sum(flops(e) for e in exprs)
         most = max(most, operations)
         done += ops["shared"]
@@ -252,26 +258,30 @@ def _sincos_first(statements, inputs):
     return batched, batched + [st for st in statements if id(st) not in first]
 
 
-def _lines(statements, printer, batched, slot, direct=None):
-    """The template's lines of `statements` (the `batched` sin/cos first, together); a value in
-    `slot` is stored to the workspace too, one in `direct` to its output entries."""
+def _lines(statements, printers, batched, slot, direct=None):
+    """The template's lines of `statements` (the `batched` sin/cos first, together), printed in
+    each dialect of `printers` (scalar C; then, for a program that runs on vectors of states,
+    lanes C); a value in `slot` is stored to the workspace too, one in `direct` to its output
+    entries."""
     direct = direct or {}
+    scalar, lanes = printers[0], printers[-1] if len(printers) > 1 else None
     outputs = lambda targets: [(direct[t], t.name) for t in targets if t in direct]
     lines = []
     if batched:
         targets = [t for st in batched for t in (st.sin, st.cos)]
-        lines.append({"kind": "sincos_batch", "args": [printer.expression(st.arg) for st in batched],
+        lines.append({"kind": "sincos_batch", "args": [scalar.expression(st.arg) for st in batched],
+                      "lanes_args": [lanes.expression(st.arg) for st in batched] if lanes else None,
                       "pairs": [(st.sin.name, st.cos.name) for st in batched],
                       "store": [(slot[t], t.name) for t in targets if t in slot], "outputs": outputs(targets)})
     for st in statements[len(batched):]:
         if isinstance(st, SinCos):
             lines.append({"kind": "sincos", "sin": st.sin.name, "cos": st.cos.name,
-                          "arg": printer.expression(st.arg),
+                          "arg": scalar.expression(st.arg), "lanes_arg": lanes.expression(st.arg) if lanes else None,
                           "store": [(slot[t], t.name) for t in (st.sin, st.cos) if t in slot],
                           "outputs": outputs((st.sin, st.cos))})
         else:
-            lines.append({"kind": "let", "target": st.target.name, "expr": printer.expression(st.expr),
-                          "constant": not free_symbols(st.expr),
+            lines.append({"kind": "let", "target": st.target.name, "expr": scalar.statement(st.expr),
+                          "lanes": lanes.statement(st.expr) if lanes else None,
                           "store": [(slot[st.target], st.target.name)] if st.target in slot else [],
                           "outputs": outputs((st.target,))})
     return lines
@@ -296,22 +306,6 @@ def _stores(exprs, solved=()):
             computed.append(k)
     zeros = sorted(set(k for k, e in enumerate(exprs) if e == 0) - set(solved))
     return computed, copies, zeros
-
-
-def _vectorizable(exprs):
-    """Whether a program runs on vectors of states too (rbdgen_lanes): its expressions are
-    arithmetic and square roots. A conditional (IfLess), another function (sin, atan2) or a
-    power other than an integer or +-1/2 (printed pow()) has no vector form."""
-    seen, stack = set(), list(exprs)
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, Expr) or x.is_Symbol or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x.is_Call or (x.is_Mul and any(type(e) is not int and e not in (0.5, -0.5) for e in x.items.values())):
-            return False
-        stack.extend(x.items)   # a sum's terms, a product's bases
-    return True
 
 
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
