@@ -1,4 +1,4 @@
-"""Spatial algebra (seed 000 §3 and §7.3), written for scalars of any type.
+"""Spatial algebra (RBDL paper §3 and §7.3, seed 000), written for scalars of any type.
 
 Every entry is a plain scalar: a float for the reference, a NumPy array of shape (B,) for
 batches, or a symbolic expression (rbdgen.codegen.expr) for the generator. Nothing here branches on values, so the
@@ -237,7 +237,7 @@ class Transform:
         """X^T M X for a symmetric 6x6 matrix M (articulated inertia) in B, expressed in A.
 
         X = Rot * Tr with Rot = diag(E, E) and Tr = [1 0; -r~ 1], so the rotation is applied
-        block by block and the translation as Tr^T M' Tr (seed 000 §7.3).
+        block by block and the translation as Tr^T M' Tr (RBDL paper §7.3, seed 000).
         """
         A = rotate_symmetric(self.E, _block(M, 0, 0))
         C = rotate_symmetric(self.E, _block(M, 3, 3))
@@ -281,7 +281,7 @@ def _from_blocks(A, B, C):
 # ---------------------------------------------------------------- inertias ---------------
 
 class Inertia:
-    """Rigid-body inertia (m, h = m c, I about the body origin); seed 000 §7.3 (rbi)."""
+    """Rigid-body inertia (m, h = m c, I about the body origin); RBDL paper §7.3 (rbi), seed 000."""
 
     __slots__ = ("m", "h", "I")
 
@@ -428,7 +428,8 @@ def _from_blocks_general(A, B, C, D):
 
 
 def coriolis_factor(inertia, v):
-    """The body-level Christoffel-consistent factorization B(I, v) of seed 002 eq. (10):
+    """The body-level Christoffel-consistent factorization B(I, v) of the Coriolis paper eq. (10),
+    seed 002:
     B = 1/2 [ (v x*) I + (I v) x-bar - I (v x) ], so that B v = v x* I v and B + B^T is
     the rate of change of I for a body moving with v.
 

@@ -4,8 +4,8 @@ The function's algorithm is recorded on the generator's own expression graph and
 (rbdgen.codegen: per-line temporaries, dead code and common subexpressions removed), exactly as
 for the C of a build, and the straight-line program is then written statement by statement as
 SymPy, without expansion: `(replacements, outputs)` in `sympy.cse`'s format. The symbolic run
-itself stays on the graph: recording Panda's crba on SymPy scalars takes 35 times as long
-(benchmarks/bench_symbolic.py: 152 ms against 4.3 ms).
+itself stays on the graph: recording on SymPy scalars takes many times as long (docs/symbolic.md,
+benchmarks/bench_symbolic.py).
 
 Symbols: the inputs' coordinates in order, 1-based: q1 .. q_nq, v1 .. v_nv, a1 .., tau1 ..
 (an input whose name ends in a digit, q1 of `difference`, gets q1_1 ..; a one-number input

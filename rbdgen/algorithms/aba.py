@@ -1,4 +1,4 @@
-"""Articulated-body algorithm (seed 000 Algorithm 3): forward dynamics in O(n).
+"""Articulated-body algorithm (RBDL paper Alg. 3, seed 000): forward dynamics in O(n).
 
 Returns a = M^-1 (tau - nle + sum J^T f_ext). Multi-DoF joints (spherical, free-flyer)
 invert their small D = S^T I^A S with one LDL^T factorization each.
@@ -46,7 +46,8 @@ def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
         if p < 0 and len(rhs) > 1:
             # a root of several coordinates (free-flyer, spherical) passes nothing to a parent, so
             # nothing else needs its D^-1 (articulated_inertias' is dead code, removed): one solve
-            # with D's factors (Solo12's ABA 4 229 -> 4 010 operations, one call 450 -> 354 ns)
+            # with D's factors, fewer operations and a faster call (docs/performance.md, ABA: its
+            # exact zeros, and the free-flyer root's solve)
             D = joint_inertia(model, i, k.S, U[i])
             qdd_i = ops.let("qdd", i, symmetric_solve(D, rhs, lambda name, value: ops.let(name, i, value)))
         else:
@@ -69,9 +70,8 @@ def articulated_inertias(model, ops, kin, frame=None):
     motion subspace runs along coordinate axes of its body (a revolute or prismatic joint about
     x, y or z) has exact zeros in those rows and columns of I^a; computed as I^A - U D^-1 U^T
     they would be rounding, and cost their operations and those of the transform to the parent
-    they enter: ABA 9-10 % fewer operations (UR5 1 156 -> 1 052, Panda 2 340 -> 2 096, Solo12
-    4 637 -> 4 229, Talos 13 462 -> 12 095; its errors on 32 states the same or smaller),
-    minv.minv_across_branches' Panda M^-1 2 570 -> 2 257 with its other changes."""
+    they enter: fewer operations in ABA and M^-1, errors the same or smaller (docs/performance.md:
+    ABA: its exact zeros; M^-1 across branches)."""
     n = model.nbodies
     X, S = frame if frame is not None else (None, [k.S for k in kin])
     IA = [I.matrix() if X is None else X[i].inertia_to_parent(I).matrix() for i, I in enumerate(model.inertia)]

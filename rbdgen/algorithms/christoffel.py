@@ -1,4 +1,4 @@
-"""Christoffel symbols of the first kind Gamma(q) (seed 002, Algorithm 2).
+"""Christoffel symbols of the first kind Gamma(q) (Coriolis paper Alg. 2, seed 002).
 
 Index order: Gamma[i, j, k], with C[i, j] = sum_k Gamma[i, j, k] v[k]; where v = q-dot,
 Gamma[i, j, k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i), symmetric in (j, k).

@@ -1,5 +1,5 @@
-"""Contacts declared at build time (seed 000 §2.2, §2.3, §6.4; seed 001 §6.3), written once
-for numbers and symbols like every other algorithm.
+"""Contacts declared at build time (RBDL paper §2.2, §2.3, §6.4, seed 000; Drumwright §6.3,
+seed 001), written once for numbers and symbols like every other algorithm.
 
 A contact holds a frame still, as Pinocchio's RigidConstraintModel in LOCAL coordinates:
 - "6d": the frame's spatial velocity (rows [linear; angular] in frame axes);
@@ -9,7 +9,7 @@ G stacks the contacts' rows of the frame Jacobian (in the frame's axes), and gam
 is minus the same rows of the frame's acceleration at zero joint acceleration (spatial for
 6d, classical for a point), so that G q-ddot = gamma keeps the contacts still.
 
-Dynamics (seed 000 eq. 7) and impacts (eq. 10) solve the KKT system by its range-space form:
+Dynamics (RBDL paper eq. 7, seed 000) and impacts (eq. 10) solve the KKT system by its range-space form:
 M is factorized once (fd_crba's sparse L^T D L), Y = M^-1 G^T and the free acceleration come
 from it, and the small contact-space matrix K = G M^-1 G^T (+ damping 1) by a dense L D L^T
 whose pivots are returned with the result: a pivot that is not positive is the status of a
@@ -185,7 +185,7 @@ def ldl_solve(ops, A, b):
 
 
 def contact_dynamics(model, ops, contacts, q, v, tau, damping):
-    """Seed 000 eq. (7): [q-ddot (nv), lambda (m), pivots of K + damping (m)] with
+    """RBDL paper eq. (7), seed 000: [q-ddot (nv), lambda (m), pivots of K + damping (m)] with
     M q-ddot = tau - nle + G^T lambda and G q-ddot = gamma.
 
     lambda solves K lambda = gamma - G M^-1 (tau - nle), where G M^-1 b is the inner product
@@ -208,7 +208,7 @@ def kkt_solve(ops, space, damping, free, gamma):
 
 
 def impulse_dynamics(model, ops, contacts, q, v_minus, restitution, damping):
-    """Seed 000 eq. (10): [v+ (nv), impulses (m), pivots (m)] with v+ = v- + M^-1 G^T Lambda
+    """RBDL paper eq. (10), seed 000: [v+ (nv), impulses (m), pivots (m)] with v+ = v- + M^-1 G^T Lambda
     and G v+ = -restitution G v-."""
     G, _, K, factor = contact_space(model, ops, contacts, q)
     impulses, pivots = ldl_solve(ops, _damped(K, damping), [-(1 + restitution[0]) * _dot(row, v_minus) for row in G])
@@ -221,13 +221,13 @@ def _damped(K, damping):
 
 
 def contact_inertia(model, ops, contacts, q):
-    """K = G M^-1 G^T (m x m), the contact-space inverse inertia (seed 001 §6.3)."""
+    """K = G M^-1 G^T (m x m), the contact-space inverse inertia (Drumwright §6.3, seed 001)."""
     return contact_space(model, ops, contacts, q)[2]
 
 
 def eom(model, ops, q, v):
     """[M (nv x nv, row by row), nle (nv)]: the equation of motion's terms in one program, so
-    that their kinematics is computed once (seed 000 §8.3 "EoM Setup")."""
+    that their kinematics is computed once (RBDL paper §8.3 "EoM Setup", seed 000)."""
     M = mimic.crba(model, ops, q)
     return [x for row in M for x in row] + list(mimic.nle(model, ops, q, v))
 

@@ -1,5 +1,5 @@
 """The task space chosen at call time: frames by name, points fixed in them, and contacts and
-impacts (seed 000 §2.2, §2.3; seed 001 §6.3).
+impacts (RBDL paper §2.2, §2.3, seed 000; Drumwright §6.3, seed 001).
 
 The public functions of frames and points are written here once, from the function table's
 rows, for the generated module, the reference and JAX alike: each gives the computation of a
@@ -164,7 +164,7 @@ def _contact_space_inverse(G, Minv, damping):
 
 
 def contact_dynamics(Minv, bias, tau, G, gamma, damping=0.0):
-    """Seed 000 eq. (7): M a = tau - bias + G^T lambda with G a = gamma. Returns (a, lambda),
+    """RBDL paper eq. (7), seed 000: M a = tau - bias + G^T lambda with G a = gamma. Returns (a, lambda),
     for one state or a batch (a leading B on every argument)."""
     damping = check_damping(damping)
     a_free = _times(Minv, tau - bias)
@@ -173,7 +173,7 @@ def contact_dynamics(Minv, bias, tau, G, gamma, damping=0.0):
 
 
 def impulse_dynamics(Minv, v_minus, G, restitution=0.0, damping=0.0):
-    """Seed 000 eq. (10): v+ = v- + M^-1 G^T Lambda with G v+ = -e G v-. Returns (v+, Lambda),
+    """RBDL paper eq. (10), seed 000: v+ = v- + M^-1 G^T Lambda with G v+ = -e G v-. Returns (v+, Lambda),
     for one state or a batch."""
     restitution, damping = check_restitution(restitution), check_damping(damping)
     Lambda = -(1.0 + restitution) * _times(_contact_space_inverse(G, Minv, damping), _times(G, v_minus))

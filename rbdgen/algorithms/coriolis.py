@@ -1,4 +1,4 @@
-"""The Christoffel-consistent Coriolis matrix C(q, v) (seed 002, Algorithm 1).
+"""The Christoffel-consistent Coriolis matrix C(q, v) (Coriolis paper Alg. 1, seed 002).
 
 Every quantity is expressed in one frame fixed at this instant (the root body's, or the
 world's for a tree with several roots), so composites are plain sums: I^C_j and
@@ -9,8 +9,9 @@ coordinates r of joint i and k of joint j:
     j an ancestor of i:             C[r, k] = S-dot_k . (I^C_i S_r) + S_k . (B^C_i^T S_r)
 and C = 0 between different branches. C v = nle(q, v) - gravity(q) and M-dot - 2 C is
 skew-symmetric. Where v is not q-dot (free-flyer, spherical, planar: v is the body
-velocity), the same algorithm gives the admissible factorization of seed 002 §3.3 for
-those generalized speeds: both properties still hold, with M-dot taken along the motion.
+velocity), the same algorithm gives the admissible factorization of the Coriolis paper §3.3
+(seed 002) for those generalized speeds: both properties still hold, with M-dot taken along the
+motion.
 """
 
 from ..spatial import add66, coriolis_factor, matrix_apply, transpose66

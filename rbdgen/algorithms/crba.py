@@ -1,4 +1,4 @@
-"""Composite rigid-body algorithm (seed 000 Algorithm 2): the joint-space inertia matrix M(q).
+"""Composite rigid-body algorithm (RBDL paper Alg. 2, seed 000): the joint-space inertia matrix M(q).
 
 Only ancestors couple, so on a branched tree the entries between different branches stay
 literal zeros and cost nothing. M is returned full and symmetric.

@@ -271,8 +271,9 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
         M dq-ddot - G^T dlambda = dtau - d/dx [rnea(q, v, q-ddot) - G^T lambda]
         G dq-ddot + damping dlambda = -d/dx [G q-ddot - gamma],
     with q-ddot and lambda held: forward mode differentiates only those residuals
-    (kkt_residual_derivatives), and the factorizations of M and K serve every column. (Forward
-    mode through the whole solve was 216 000 operations on Solo12 with four feet.)"""
+    (kkt_residual_derivatives), and the factorizations of M and K serve every column, in a
+    fraction of the operations of forward mode through the whole solve (docs/performance.md,
+    Choices in the generated programs)."""
     n = model.nv
     space = constrained.contact_space(model, ops, contacts, q)
     free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
@@ -295,8 +296,8 @@ def kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam):
     """d/dq and d/dv of the contact dynamics' residuals [rnea(q, v, q-ddot) - G^T lambda;
     G q-ddot - gamma] with q-ddot and lambda held: rnea with the multipliers as forces on the
     bodies, and the contacts' accelerations. G itself is never differentiated: forward mode
-    would form its derivative entry by entry (Solo12 with four feet: 9 600 operations for G's
-    alone, 34 800 against 23 800 for the factored program)."""
+    would form its derivative entry by entry, a large share of the program (docs/performance.md,
+    Choices in the generated programs)."""
     wrenches = constrained.contact_wrenches(model, contacts, lam)
 
     def residuals(m, o, q_, v_):
@@ -337,8 +338,8 @@ def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, dampi
         -G^T dlambda + M dq-ddot = -d/dx [rnea(q, v, q-ddot) - G^T lambda],
     with q-ddot and lambda held: the program writes the derivatives of rnea - G^T lambda and
     of gamma - G q-ddot (kkt_residual_derivatives, the second negated), and the solve scales
-    by -1. q-ddot and lambda are solved with the same factors. On Solo12 with four feet the
-    straight-line solves were 75 000 of 98 000 operations."""
+    by -1. q-ddot and lambda are solved with the same factors. Written out as straight-line
+    code, the solves would be most of the program (docs/performance.md, Measured and not kept)."""
     n = model.nv
     G = constrained.constraint_rows(model, ops, contacts, q)
     rows = len(G)
@@ -361,10 +362,10 @@ def _negated(rows):
 
 
 # Above this many coordinates -M^-1 dtau is solved with fd_crba's sparse L^T D L of M instead
-# of multiplied by M^-1: the products cost 4 nv^3 operations (Talos: 180 000 operations, 47 us,
-# slower than Pinocchio); a solve touches only the ancestors of each coordinate. Below it the
-# products win in time though not always in operations: they are independent, the solves
-# serial chains (Panda: 2.4 us multiplied, 3.2 us solved).
+# of multiplied by M^-1: the products cost 4 nv^3 operations (on Talos, slower than Pinocchio);
+# a solve touches only the ancestors of each coordinate. Below it the products win in time
+# though not always in operations: they are independent, the solves serial chains (measured on
+# Panda and Talos: docs/performance.md, Choices in the generated programs).
 DENSE_SOLVE_MAX_NV = 12
 
 
@@ -375,7 +376,8 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     d qdd / dx = -M^-1 d rnea / dx at (q, v, qdd): rnea's derivatives (forward mode, or the
     world-frame algorithm given as `inverse_dynamics_derivatives`), then M^-1 (minv.py) times
     them (see DENSE_SOLVE_MAX_NV). Forward mode through ABA itself would differentiate the
-    articulated inertias too: on Panda 28 000 operations against 18 000.
+    articulated inertias too, in many more operations (docs/performance.md, Choices in the
+    generated programs).
     """
     n = model.nv
     if n > DENSE_SOLVE_MAX_NV:
@@ -394,8 +396,9 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
         qdd = [ops.let("qdd", 0, x) for x in ltdl_solve(ops, factors, lam, [t - b for t, b in zip(tau, bias)])]
         Minv = _symmetric(solve([[1 if r == c else 0 for r in range(n)] for c in range(n)]))
     else:
-        # q-ddot by ABA, not as M^-1 (tau - nle): 1 % more operations, but the derivatives need
-        # not wait for M^-1 (Panda: 1.48 against 1.79 us, measured)
+        # q-ddot by ABA, not as M^-1 (tau - nle): slightly more operations, but the derivatives
+        # need not wait for M^-1, which measured faster (docs/performance.md, Choices in the
+        # generated programs)
         qdd = [ops.let("qdd", 0, x) for x in mimic.aba(model, ops, q, v, tau)]
         Minv = mimic.minv(model, ops, q)
 
@@ -409,10 +412,10 @@ def aba_derivatives(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
 def aba_derivatives_factored(model, ops, q, v, tau, inverse_dynamics_derivatives=None):
     """aba_derivatives without its solves: d rnea / dq and d rnea / dv at (q, v, q-ddot), and
     in M^-1's place the packed factors of M = L^T D L; the solves -M^-1 d rnea and M^-1 I run
-    after the program as loops over all columns (algorithms.solves). On Talos the straight-line
-    solves were 78 000 operations of 128 000; this program is 48 000 and runs in 12.9 us
-    against 43.5. q-ddot comes from the same factors (ABA would add 13 000 operations on
-    Talos; the errors measured were the same there, 7.0e-15 against 5.0e-15 on Panda)."""
+    after the program as loops over all columns (algorithms.solves). Written out, the solves
+    would be most of Talos' program and run several times slower (docs/performance.md, Measured
+    and not kept). q-ddot comes from the same factors: ABA would add operations for the same
+    errors (docs/performance.md, Choices in the generated programs)."""
     n = model.nv
     lam = mimic.elimination_parents(model)
     H = ltdl(ops, [list(row) for row in mimic.crba(model, ops, q)], lam)

@@ -1,4 +1,4 @@
-"""Mass, centre of mass, energies (seed 000 §6.5) and the joints' viscous damping.
+"""Mass, centre of mass, energies (RBDL paper §6.5, seed 000) and the joints' viscous damping.
 
 With X_0i = (E_i, r_i), body i's mass moment in world coordinates is m_i r_i + E_i^T h_i, so
 the centre of mass needs no division but by the (constant) total mass.

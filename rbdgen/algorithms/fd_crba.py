@@ -1,5 +1,5 @@
 """Forward dynamics through M and the bias: M a = tau - nle, by a sparse L^T D L
-factorization (seed 000 §8.2; Featherstone's LTDL).
+factorization (RBDL paper §8.2, seed 000; Featherstone's LTDL).
 
 On a tree, M[i, j] is non-zero only when coordinate j is an ancestor of i or the reverse,
 and factorizing M = L^T D L from the last coordinate up never fills in: the loops follow

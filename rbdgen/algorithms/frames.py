@@ -1,5 +1,5 @@
-"""Frames and points (seed 000 §6.1-6.4): placement, Jacobian, velocity and acceleration of a
-frame fixed on one body, walking only the joints that move that body.
+"""Frames and points (RBDL paper §6.1-6.4, seed 000): placement, Jacobian, velocity and
+acceleration of a frame fixed on one body, walking only the joints that move that body.
 
 A frame is given by its body b and its placement X_bf on the body (body -> frame, as twelve
 numbers: E row-major, then r), which is an argument like q: the generator records each body's functions once, with X_bf as twelve

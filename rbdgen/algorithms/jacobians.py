@@ -1,4 +1,4 @@
-"""Frame Jacobians (seed 000 §6.1) in Pinocchio's three reference frames.
+"""Frame Jacobians (RBDL paper §6.1, seed 000) in Pinocchio's three reference frames.
 
 Column k of the Jacobian is joint axis S_k carried to the world, X_0j^-1 S_k, for every
 joint j on the path from the root to the frame's body (the other columns are zero). Rows

@@ -1,4 +1,4 @@
-"""Forward kinematics (seed 000 §4): joint transforms, body placements, velocities.
+"""Forward kinematics (RBDL paper §4, seed 000): joint transforms, body placements, velocities.
 
 Every algorithm starts here: `joint_kinematics` runs jcalc for each joint and composes the
 transform from the parent body, X_up[i] = X_J(q_i) X_T[i].
@@ -92,7 +92,8 @@ def body_velocities(model, ops, kin, v):
 
 
 def body_accelerations(model, ops, kin, velocities, v, a, a_root):
-    """a_i = X_up a_parent + S_i a_i + c_J + v_i x (S_i v_i) (seed 000 Algorithm 1, forward pass)."""
+    """a_i = X_up a_parent + S_i a_i + c_J + v_i x (S_i v_i) (RBDL paper Alg. 1's forward pass,
+    seed 000)."""
     vs, as_ = joint_slices(model, v, "v"), joint_slices(model, a, "v")
     accelerations = []
     for i, k in enumerate(kin):

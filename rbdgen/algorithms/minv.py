@@ -1,5 +1,6 @@
-"""The inverse inertia matrix M^-1 in Theta(n^2) by articulated-body impulses (seed 001,
-Algorithms 1 and 2), and M^-1 tau in O(n) (RBDL's CalcMInvTimesTau, seed 000 §5.3).
+"""The inverse inertia matrix M^-1 in Theta(n^2) by articulated-body impulses (Drumwright,
+Alg. 1 and 2, seed 001), and M^-1 tau in O(n) (RBDL's CalcMInvTimesTau: RBDL paper §5.3,
+seed 000).
 
 Column c of M^-1 is the joint acceleration that a unit impulse on coordinate c produces
 from rest, without gravity: ABA with tau = e_c and v = 0, all columns at once. The
@@ -7,7 +8,7 @@ backward pass carries, per body, the impulses F_i[c] that the subtree passes to 
 parent (non-zero only for columns c inside the subtree); the forward pass carries the
 accelerations P_i[c] of the body for columns c from its own on (the upper triangle; the
 rest follows by symmetry). The articulated inertias are ABA's. A floating base is just
-a 6-DoF root joint here, which is seed 001's Algorithm 2.
+a 6-DoF root joint here, which is Drumwright's Alg. 2 (seed 001).
 """
 
 from ..spatial import combine, project
@@ -26,12 +27,12 @@ def minv(model, ops, q):
 
 
 def minv_in_fixed_frame(model, ops, q):
-    """M(q)^-1 with everything in one frame fixed at this instant, as seed 001 works in the
-    global frame (here the root body's: kinematics.root_frame_placements). The Theta(n^2)
-    passes then need no transform, while S, U and D lose the zeros that body coordinates
-    give them: it pays on floating bases (Solo12 5 777 -> 5 396 operations, Talos 28 417 ->
-    26 306) and on UR5 (1 144 -> 792), not on Panda (2 594 -> 2 846). The generator keeps
-    the shorter of the two programs."""
+    """M(q)^-1 with everything in one frame fixed at this instant, as Drumwright (seed 001) works
+    in the global frame (here the root body's: kinematics.root_frame_placements). The
+    Theta(n^2) passes then need no transform, while S, U and D lose the zeros that body
+    coordinates give them: fewer operations on some robots (floating bases, UR5), more on others
+    (Panda: docs/performance.md, Choices in the generated programs). The generator keeps the
+    shorter of the two programs."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
     X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
@@ -81,8 +82,8 @@ def _common_ancestor(model, i, j):
 
 
 def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent, across=False):
-    """Seed 001's two passes; `force_to_parent(i, f)` and `motion_from_parent(i, m)` carry a
-    vector across joint i (identities when everything is in one frame).
+    """Drumwright's two passes (seed 001); `force_to_parent(i, f)` and `motion_from_parent(i, m)`
+    carry a vector across joint i (identities when everything is in one frame).
 
     across: the forward pass cut to the subtrees. Let r be a coordinate of body i and c >= r
     one outside i's subtree (a later branch), g the deepest common ancestor of their bodies and

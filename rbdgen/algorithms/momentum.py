@@ -1,4 +1,4 @@
-"""Momentum (seed 000 §6.5): spatial momentum at the world origin, centroidal momentum and
+"""Momentum (RBDL paper §6.5, seed 000): spatial momentum at the world origin, centroidal momentum and
 the centroidal momentum matrix A_G (A_G v = h_G), centre-of-mass velocity.
 
 In world coordinates the momentum of the robot is the sum of I_k v_k, and the column of
@@ -71,7 +71,8 @@ def centroidal_map(model, ops, q):
     projection. It is carried to the frame of the tree's root body (through j's ancestors
     one by one while they are few, else by j's placement in that frame), taken there about
     the centre of mass, and only then turned to world axes. No body needs its world
-    placement: Solo12 3 332 -> 1 425, Talos 8 882 -> 4 730 operations.
+    placement, which about halves the operations on floating bases (docs/performance.md,
+    Choices in the generated programs).
     """
     kin = joint_kinematics(model, ops, q)
     Ic = composite_inertias(model, ops, kin)

@@ -13,8 +13,8 @@ them here, so that some of them can be seeded as duals:
   is rebuilt with those parameters as duals (derivatives.Dual), one direction each, and rnea
   runs on it (DualOps). Gravity and origins change the motion the regressor sees too, so Y is
   computed on the model with the parameters' values.
-On UR5 with inertia:all, gravity and armature (69 parameters) this program is 1 524 operations,
-against 1 991 by forward mode over every parameter.
+This takes fewer operations than forward mode over every parameter (docs/performance.md,
+Choices in the generated programs).
 
 Forward dynamics: rnea(q, v, q-ddot(params), params) = tau holds identically, so
 d q-ddot / d params = -M^-1 d rnea / d params at (q, v, q-ddot), the product with M^-1 or the
@@ -113,8 +113,8 @@ def aba_parameter_derivatives_deferred(model, ops, q, v, tau, params):
     M^-1's upper triangle after it, which the generator moves into zeros of d rnea / d params
     (solves.FactorSolve.placed, `inverse`); the product -M^-1 d rnea / d params runs after the
     program as a loop, eight columns to a vector. The same quantities as the table's algorithm,
-    whose digits it keeps (M's sparse factors lose them on Panda: 2e-13 against 3e-14); Panda
-    with inertia:all, payload:panda_hand and gravity (103 columns), one call 2.1 -> 1.8 us."""
+    whose digits it keeps where M's sparse factors lose them (Panda), and faster than it
+    (docs/performance.md, Model parameters at run time)."""
     Minv, D = _through_minv(model, ops, q, v, tau, params)
     return [D, [Minv[i][j] for i in range(model.nv) for j in range(i, model.nv)]]
 
@@ -124,9 +124,9 @@ def aba_parameter_derivatives_solved(model, ops, q, v, tau, params):
     the packed factors of M = L^T D L after it (the n x np outputs have no room for them: the
     generator moves them into zeros of d rnea / d params, solves.FactorSolve.placed). The
     solves -M^-1 d rnea / d params run after the program as loops over all columns, eight to a
-    vector (algorithms.solves). Against the straight-line solves (the table's way there), one
-    call with inertia:all: Solo12 (130 columns) 4.4 -> 3.6 us, Talos (330) 65 -> 24 us, and
-    Talos' build of it 41 -> 16 s."""
+    vector (algorithms.solves). Faster than the straight-line solves (the table's way there),
+    and quicker to build, the more so the more columns (docs/performance.md, Model parameters
+    at run time)."""
     lam, factors, D = _through_factors(model, ops, q, v, tau, params)
     return [D, packed_factors(ops, factors, lam, 0)]
 

@@ -28,7 +28,8 @@ from .kinematics import tree_motion
 PER_BODY = 10
 # A joint with more coordinates than this (the free-flyer) gets its rows from the ten forces
 # carried up to it (ten force transforms per body below it) rather than from its axes carried
-# down (one motion transform and ten dot products per axis): Solo12 4 030 -> 3 418 operations.
+# down (one motion transform and ten dot products per axis): fewer operations for six axes
+# (docs/performance.md, Choices in the generated programs).
 WIDE = 3
 
 

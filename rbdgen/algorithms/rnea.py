@@ -1,4 +1,4 @@
-"""Recursive Newton-Euler inverse dynamics (seed 000 Algorithm 1), with external forces.
+"""Recursive Newton-Euler inverse dynamics (RBDL paper Alg. 1, seed 000), with external forces.
 
 tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext_i, M with the joints' armature on its
 diagonal. `nle` is rnea with a = 0 and

@@ -97,9 +97,8 @@ def analytic_rnea_derivatives(model, ops, q, v, a):
             dVdq[k] = ops.let("dVdq", k, V_p.cross_motion(column))
         # The recursion itself in these coordinates, where velocities add: V = V_p + J v and
         # A = A_p + J a + V x (J v) = A_p + J a + V_p x (J v) (J v x J v = 0), the last term
-        # sum v_k dVdq_k. Against body-frame recursions turned into these coordinates
-        # (operations): UR5 2 943 -> 2 247, Panda 6 612 -> 5 825, Solo12 9 467 -> 8 423, Talos
-        # 35 252 -> 32 513.
+        # sum v_k dVdq_k: fewer operations than body-frame recursions turned into these
+        # coordinates (docs/performance.md, dtau with the recursion in the root frame).
         V[i] = ops.let("Vw", i, V_p + combine(J[i], v_of[i]))
         A[i] = ops.let("Aw", i, A_p + combine(J[i], a_of[i]) + combine([dVdq[k] for k in own], v_of[i]))
         for k, column in zip(own, J[i]):
@@ -140,9 +139,9 @@ def analytic_rnea_derivatives(model, ops, q, v, a):
 
 def _placements_in_root_frame(tree, ops, kin):
     """Each body's placement, and the root's parent acceleration -g, in the coordinates that
-    are the root body's at this instant rather than the world's (kinematics.root_frame_placements):
-    Solo12 16 629 -> 10 751 operations, Talos 49 200 -> 39 994. A tree with several roots
-    stays in world coordinates."""
+    are the root body's at this instant rather than the world's (kinematics.root_frame_placements),
+    which saves operations on floating bases (docs/performance.md, Choices in the generated
+    programs). A tree with several roots stays in world coordinates."""
     X = root_frame_placements(tree, ops, kin)
     if X is None:
         return body_placements(tree, ops, kin), gravity_acceleration(tree)

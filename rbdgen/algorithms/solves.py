@@ -2,10 +2,11 @@
 dense kernels).
 
 -M^-1 d tau in aba_derivatives is many right-hand sides through one factorization: written
-out as straight-line code, Talos' 114 solves were 78 000 operations and 1 MB of machine code,
-which ran no faster than Pinocchio. Here the program computes only the right-hand sides and
-the factors of M = L^T D L (fd_crba.ltdl), packed; a loop over the elimination parents then
-solves all columns together, each step one row operation that the compiler vectorizes.
+out as straight-line code, Talos' 114 solves are most of the program and a megabyte of machine
+code, which runs no faster than Pinocchio (docs/performance.md, Measured and not kept). Here
+the program computes only the right-hand sides and the factors of M = L^T D L (fd_crba.ltdl),
+packed; a loop over the elimination parents then solves all columns together, each step one
+row operation that the compiler vectorizes.
 
 The loop performs the straight-line solve's operations in the same order (fd_crba.ltdl_solve,
 column by column), so it rounds the same, and `apply` does the same on NumPy arrays for the
@@ -16,7 +17,7 @@ aba_parameter_derivatives' -M^-1 d rnea / d params is one block of a column per 
 leaves them after its outputs and the generator moves them into exact zeros of d rnea / d
 params (`placed`). There the factors may also be M^-1 itself, from the articulated-body
 algorithm (`inverse`), and the loop a product: on Panda M's sparse factors lose digits that
-the straight-line product with M^-1 keeps (2e-13 against 3e-14 on 32 states).
+the straight-line product with M^-1 keeps (docs/performance.md, Model parameters at run time).
 """
 
 import functools
@@ -173,13 +174,10 @@ class FactorSolve:
     def cost(self):
         """Its time in operations of straight-line code (what the generator compares programs
         by): per block a fixed part (copies, the call, the mirror) and per row operation on a
-        vector of columns, a group's blocks side by side in the vectors. Calibrated on an AMD
-        EPYC (Zen 5, AVX-512, 8 lanes), one call of each candidate against the other (2026-11-27):
-        M^-1 through the factors against straight-line M^-1 on UR5 (78 against 97 ns) and
-        Kinova (82 against 128), aba_derivatives' solves after the program against written out
-        on UR5 (289 against 398 ns), Panda (1.01 against 1.34 us) and Solo12 (1.93 against
-        2.57 us): it predicts the faster of each pair. (The block's part was 940 when the loop
-        solved one block at a time: UR5's M^-1 through the factors then took 162 ns.)"""
+        vector of columns, a group's blocks side by side in the vectors. Calibrated by timing
+        each candidate against the other (M^-1 on UR5 and Kinova, aba_derivatives on UR5, Panda
+        and Solo12): it predicts the faster of each pair (docs/performance.md, On a Zen 5: the
+        solves' cost)."""
         panels = sum(padded_panels(-(-sum(self.width(self.blocks[k]) for k in group) // vector_width()))
                      for group in self.groups())
         per_panel = self.n * self.n + self.n if self.inverse else 2 * self.row_starts()[-1] + 2 * self.n
@@ -293,6 +291,7 @@ SOLVE_BLOCK_COST = 150     # operations of straight-line code, see FactorSolve.c
 # Columns solved together (the kernels' groups of blocks): 8 vectors of 8 lanes, whose rows
 # (Talos: 38 x 8 x 64 bytes) stay in the first-level cache
 GROUP_COLUMNS = 64
+# per row operation on a vector of columns, in operations of straight-line code (FactorSolve.cost)
 SOLVE_VECTOR_COST = 4.4
 
 

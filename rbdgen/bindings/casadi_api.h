@@ -28,9 +28,9 @@
 typedef long long rbdgen_casadi_int;   /* CasADi's casadi_int */
 
 /* Each symbol is a thunk into the shared code below, left unoptimized (a humanoid has 800
-   frame symbols: 11 s at -O3 with the shared code inlined into each, 2.7 s as thunks at -O0),
-   while the file is compiled with optimization for the shared code, which copies the results
-   (rbdgen's build and the export's CMakeLists: -O2). */
+   frame symbols, whose compilation with the shared code inlined into each is several times
+   longer: docs/performance.md, Cold builds), while the file is compiled with optimization for
+   the shared code, which copies the results (rbdgen's build and the export's CMakeLists: -O2). */
 #if defined(_WIN32)
 #define RBDGEN_CASADI_EXPORT __declspec(dllexport)
 #elif defined(__clang__)

@@ -96,7 +96,7 @@ class Bridge:
         """fname's C as a JAX function of arrays (inputs in its order; a per-body function takes
         the body first, as a Python int) returning what the module's function returns: a float,
         an array, or its parts, each a result of the FFI call of its own (slices of one result
-        would cost XLA an operation each, 1 us and more)."""
+        would cost XLA an operation each, slower than the call: docs/performance.md, JAX)."""
         spec = self.m._TABLE[fname]
         cname = f"rbdgen_{self.m._META['module']}_{fname}"   # its uniform entry, one type for all
         kernel, batch = (self.address(getattr(self.m._lib, cname + suffix)) for suffix in ("_eval", "_eval_batch"))

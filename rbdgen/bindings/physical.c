@@ -3,8 +3,8 @@
    every robot, included by the module's rbdgen_<robot>_calls.c after its tables param_bodies
    (the ten entries of each link and payload) and param_nonnegative (armature, damping). The
    Python function says what fails, with physical.py, for the first state found here: in NumPy
-   the tests cost more than the call they guard (Panda, aba, 0.5 us a state against 0.2). Compiled
-   with the module's optimization flags (calls.c). */
+   the tests cost more than the call they guard (docs/performance.md, Model parameters at run
+   time). Compiled with the module's optimization flags (calls.c). */
 
 #define RBDGEN_PHYSICAL_TOLERANCE 1e-9   /* physical.py's TOLERANCE */
 
@@ -69,11 +69,10 @@ static inline int admissible(const double *p, long size)
     return good;
 }
 
-/* States tested together, each body's formulas on independent lanes. Panda's ten bodies, 10 000
-   states, per state, as calls.c calls it: 212 ns one by one with branches, 79 ns in groups
-   (clang -O3 -march=native; gcc 430 and 95 ns). Whether the compiler makes vectors of it is
-   fragile: the same groups with the last few states tested in a loop of their own took 321 ns
-   under clang. */
+/* States tested together, each body's formulas on independent lanes: several times faster
+   than one by one with branches, under clang and gcc (docs/performance.md, Model parameters at
+   run time). Whether the compiler makes vectors of it is fragile: with the last few states
+   tested in a loop of their own, clang made no vectors of the groups either. */
 #define RBDGEN_PHYSICAL_GROUP 8
 
 /* The first of `count` (at most a group) states from state s whose parameters are not finite or

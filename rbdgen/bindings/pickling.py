@@ -29,7 +29,8 @@ class Bound(tuple):
 
 class Public(functools.partial):
     # A public function written in Python, as itself but for pickling (by module and name): a
-    # partial, which calls in C (about 90 ns, against 190 for a class's __call__).
+    # partial, which calls in C, where a class's __call__ would add a Python frame to every call
+    # (docs/performance.md, Calls from Python).
 
     def __new__(cls, function):
         self = super().__new__(cls, function)

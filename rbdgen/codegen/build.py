@@ -294,7 +294,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
         shutil.copyfile(os.path.join(BINDINGS, name), os.path.join(work, "rbdgen_" + name))
     params = parameters_of(model)
     # with the functions' flags: its test of each state's parameters (rbdgen_physical.c) runs on
-    # vectors of states (Panda, per state: 79 ns; 171 ns compiled for any CPU)
+    # vectors of states, where code compiled for any CPU ran at under half the speed
+    # (docs/performance.md, Model parameters at run time)
     write_glue(f"{prefix}_calls.c", render_calls(module, header, signatures, model.nq, model.nv, frame_entries,
                                                  params.nominal, [i for _, i in params.bodies()], params.nonnegative()),
                python_extension_flags(*flags, *ENTRY_POINT_FLAGS))
@@ -302,7 +303,8 @@ def _generate_into(work, model, module, specs, key, options, source, flags, cse,
                       [build_info_declaration(module), params_problem_declaration(module)]
                       + [line for sig in signatures for line in sig["declarations"]])
     # cffi's wrappers serve only the calls the entry points hand back (batches, out=, conversions),
-    # whose time is Python's: optimizing them took 1.3 of their 1.6 s of compilation (Panda).
+    # whose time is Python's: optimizing them took most of their compilation and sped up nothing
+    # (docs/performance.md, Cold builds).
     glue[f"{extension}.c"] = python_extension_flags("-O0")
     store = BuildCache(out_dir)
     fingerprint = (code_fingerprint(), model_fingerprint(model), module, bool(cse))

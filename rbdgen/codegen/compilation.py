@@ -2,11 +2,11 @@
 cache (codegen/objects.py): a function whose program is cached skips its symbolic run, and a
 C file whose object is cached is not compiled.
 
-Small functions compile together (clang spends about 50 ms on a file before its first
-function: Panda's 32 functions of under 1 200 operations took 6.3 s of compilation one file
-each, 4.4 s in one file). Which file a small function shares is decided by its name and kind
-alone, so that a build which adds a contact, a function or a frame finds the other files, and
-their objects, as before.
+Small functions compile together: the compiler spends a fixed time on a file before its first
+function, which small functions would pay many times over one file each (docs/performance.md,
+Cold builds). Which file a small function shares is decided by its name and kind alone, so
+that a build which adds a contact, a function or a frame finds the other files, and their
+objects, as before.
 """
 
 import concurrent.futures
@@ -29,16 +29,17 @@ from .objects import digest
 from .programs import describe_choice, frame_programs, generate_program
 from .render import function_data, kernels_header_name, render_function
 
+# A function of fewer operations shares a file with other small ones (see above)
 SMALL_FUNCTION_OPERATIONS = 1500
 # The files small functions share, by kind: the functions of a frame change with the frames
 # served, those of contacts with the contacts declared; the others with neither.
 SHARED_FILES = {"state": 4, "frame": 2, "contact": 1}
 
 # Relative cost of generating and compiling a function (its table entry's `cost` where it has
-# one; the glue files, batch.c and casadi.c, about 1.5 s each on Panda), to schedule the big
-# ones first. Any other function of states comes before the functions of a frame: the files it
-# shares with other small functions compile once all of them are there, beside the frames'
-# generation.
+# one; the glue files, batch.c and casadi.c, each about as long as one of the larger functions:
+# docs/performance.md, Cold builds), to schedule the big ones first. Any other function of
+# states comes before the functions of a frame: the files it shares with other small functions
+# compile once all of them are there, beside the frames' generation.
 GLUE_COST, STATE_COST, FRAME_COST, BESIDE_COST = 15, 2, 1, 0
 
 

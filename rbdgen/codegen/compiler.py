@@ -1,13 +1,10 @@
 """The C compiler that builds a module, its flags, and what identifies it in a build key.
 
 CC chooses the compiler. Without CC, rbdgen takes clang when it is installed with an OpenMP
-runtime, and `cc` otherwise. Measured on this project's machine (AMD EPYC with AVX-512,
-clang 14 against gcc 12, benchmarks/bench_c.py, the same sources): clang's code is faster on
-Panda and Talos, every function we timed. Talos' crba was 740 against 784 ns, its coriolis 2.47
-against 2.87 µs, its regressor 3.94 against 4.53 µs, and Panda's crba 73 against 101 ns. Solo12's
-smallest functions are slower (rnea 199 against 164 ns: the README says why), its aba and M^-1
-faster. clang also compiles Panda's functions in 18.3 s of CPU against gcc's 23.9 s. gcc's
-programs on vectors of states (batches) are 5-15 % faster than clang's.
+runtime, and `cc` otherwise: on this project's machine clang's single calls were faster on
+Panda and Talos, every function timed, and it compiled them in less time; gcc's programs on
+vectors of states (batches) were a little faster (docs/performance.md: The compiler, Batches,
+Cold builds).
 """
 
 import functools
@@ -20,36 +17,31 @@ from ..errors import BuildError
 # Floating-point contraction (a*b + c fused into one FMA) stays at the compiler's default:
 # every expression is computed once (hash-consing and CSE), and an output equal to an earlier
 # one is copied from it in the C (M[j, i] from M[i, j]), so one build gives one answer per
-# expression and M is exactly symmetric on any CPU. gcc contracts across statements, and
-# -ffp-contract=off measured 7-15 % slower with it (Panda rnea, crba, aba). clang contracts
-# only within a statement, and -ffp-contract=fast measured slower with it (Talos rnea 693
-# against 484 ns, minv 3.55 against 3.32 µs).
+# expression and M is exactly symmetric on any CPU. gcc contracts across statements, clang
+# only within a statement; each compiler's code ran slower with the other's setting
+# (-ffp-contract=off for gcc, =fast for clang: docs/performance.md, The compiler).
 OPT_FLAGS = ["-O3", "-fno-math-errno", "-fPIC", "-std=gnu11"]
 # gcc's time on a long straight-line program goes to its memory passes: walking the alias
 # oracle over thousands of stores (the workspace, the output) and RTL's global CSE, which finds
-# nothing after ours. Bounding the walks and leaving out RTL's global CSE compiles Talos'
-# regressor in 10.1 s instead of 18.4 s and Panda's aba_derivatives in 4.5 s instead of 5.1 s;
-# the code runs as fast (bench_c.py, median over every function: 0.99x on Panda, 1.00x on Talos).
+# nothing after ours. Bounding the walks and leaving out RTL's global CSE shortens the
+# compilation of the long programs, and the code runs as fast (docs/performance.md, The compiler).
 GCC_FLAGS = ["-fno-gcse", "--param=sccvn-max-alias-queries-per-access=50",
              "--param=dse-max-alias-queries-per-store=32"]
 # LLVM's own options, each taken only where this clang knows it (they change between versions).
 # The post-RA scheduler reorders the machine code of a long basic block a second time, for
-# in-order CPUs: a third of the compilation of Panda's christoffel (4.6 s -> 3.3 s without it).
-# The code runs as fast without it (bench_c.py on Panda and Talos, every function within noise:
-# Talos coriolis 2.47 against 2.46 us, Panda's 366 against 327 ns); without the scheduler before
-# register allocation too, it did not (Panda aba 266 -> 293 ns, regressor 327 -> 387 ns).
+# in-order CPUs: a large share of the compilation of a long program, and the code runs as fast
+# without it (Panda and Talos, every function); without the scheduler before register
+# allocation too, short programs run slower (below).
 # Dead-store elimination walks MemorySSA from each of the thousands of stores (workspace,
 # outputs) and finds nothing after our dead-code elimination; bounding its walk (as gcc's
-# dse-max-alias-queries-per-store above) compiles Talos' functions 10 % faster, Panda's and
-# Solo12's too, into the very same object files (clang 14, every function's file compared).
+# dse-max-alias-queries-per-store above) compiles faster into the very same object files
+# (clang 14, every function's file compared). Figures: docs/performance.md, Cold builds.
 CLANG_FLAGS = [["-mllvm", "-post-RA-scheduler=false"], ["-mllvm", "-dse-memoryssa-walklimit=10"]]
 # A long program (LONG_PROGRAM_OPERATIONS and more) compiles without the scheduler before
-# register allocation too: in a straight line already ordered by the generator it is 10-22 %
-# of clang's time (Talos: M^-1 3.55 -> 2.78 s, coriolis 3.89 -> 3.22, regressor 3.49 -> 3.13)
-# and the code runs as fast (in-process A/B, one call: Talos M^-1 2 417 / 2 448 ns, coriolis 2 434 / 2 410, regressor 3 304 / 3 287,
-# Solo12 aba_derivatives 3 009 / 3 006; 8 states: Talos M^-1 14.0 / 12.7 us, coriolis 10.8 /
-# 10.6). Shorter ones lose by it (Panda aba, above; Talos aba, 13 462 operations, 1 606 / 1 640
-# ns; crba 591 / 617 ns).
+# register allocation too: in a straight line already ordered by the generator that scheduler
+# is a sizeable share of clang's time, and the long programs run as fast without it (one call
+# and vectors of states). Shorter ones run slower without it (Panda's aba, and Talos' aba of
+# 13 462 operations): the threshold lies above them (docs/performance.md, Cold builds).
 LONG_PROGRAM_OPERATIONS = 15000
 CLANG_LONG_PROGRAM_FLAGS = [["-mllvm", "-enable-misched=false"]]
 # The CasADi interface: thousands of small symbols (one set per function and frame), each a

@@ -5,9 +5,9 @@ every line's result to a temporary, so an expression here is never larger than o
 algorithm. What it needs from a computer-algebra system is therefore little: numbers folded,
 exact zeros and ones dropped (that is how the model's sparsity prunes the code), sums and
 products flattened with like terms and like factors collected (x y - y x is 0, x x is x^2), and
-a structural hash so that equal expressions are found in a dict. SymPy did this through its
-assumptions system and canonical ordering, which cost 45 % of a build's CPU time; this does
-only that, in plain Python, about ten times faster (Panda's symbolic work: 15 s -> 1.5 s).
+a structural hash so that equal expressions are found in a dict. SymPy does this through its
+assumptions system and canonical ordering, which dominate its cost; this does only that, in
+plain Python, many times faster (docs/performance.md, Cold builds).
 
 Canonical forms (so that equal values of one structure compare equal):
 - numbers are Python ints and floats, never nodes;

@@ -31,12 +31,11 @@ def eliminate_common_subexpressions(program):
     finds is the subexpressions shared between lines: sums, calls, powers and products met
     at least twice become temporaries, each placed right before its first use. A product is
     shared without its numeric factor, so c a b and d a b share a b. (Searching also for
-    common subsets of sums and products, as SymPy's full `cse` does, saved 1-7 % more
-    operations on Panda at 2-5 times the time.)
+    common subsets of sums and products, as SymPy's full `cse` does, saves few operations for
+    several times the time: docs/performance.md, Measured and not kept.)
 
-    Sharing products is not always faster (measured: Panda coriolis 326 -> 412 ns and
-    regressor 340 -> 445 ns, UR5 rnea 48 -> 52 ns), but it is where the programs are longest
-    (Talos crba 680 -> 595 ns, minv 4.17 -> 3.70 us, Solo12 aba 610 -> 535 ns), so it stays.
+    Sharing products costs time on some short programs, but saves it where the programs are
+    longest, where time matters most (docs/performance.md, Choices in the generated programs).
     """
     assignments = [st for st in program.statements if isinstance(st, Assignment)]
     if not assignments:

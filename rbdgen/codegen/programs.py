@@ -15,10 +15,8 @@ from .recorder import Program, SymbolicOps, flatten, input_symbols, record
 # States (seeded) on which every candidate program of a function with variants is measured.
 ACCURACY_STATES = 4
 # A variant is kept only within a quarter of its budget on those states: verification measures
-# other states, where the same program's error is up to 3.4 times larger (hopper's M^-1 in one
-# fixed frame: 6.8e-15 on these, 2.3e-14 on verification's, budget 2.2e-14; half_cheetah's
-# analytic aba_derivatives 1.9e-14 and 3.3e-14). Such a variant keeps 10 % of the operations
-# and loses a digit to the table's algorithm (4.4e-16): not a trade to make.
+# other states, where the same program's error can be several times larger, and a variant that
+# needs more room saves few operations for a digit lost (docs/accuracy.md, Variants).
 SELECTION_MARGIN = 4
 ACCURACY_SEED = 1
 
@@ -26,9 +24,9 @@ ACCURACY_SEED = 1
 @contextlib.contextmanager
 def cycle_collection_paused():
     """A symbolic run makes millions of small objects, which Python's collector of reference
-    cycles walks again every few hundred allocations: half of the run's time (dm_control's dog:
-    M^-1 5.4 -> 3.7 s, the regressor 2.6 -> 1.7 s; the same peak memory). What it makes is
-    freed when its last reference goes, or by the collector once it resumes."""
+    cycles walks again every few hundred allocations: much of the run's time on large robots,
+    for the same peak memory (docs/performance.md, Cold builds). What it makes is freed when its
+    last reference goes, or by the collector once it resumes."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -123,9 +121,10 @@ def frame_programs(model, spec, bodies, cse=True):
     carry frames): [(bodies served, program)]. The bodies down one chain of the tree share one
     program, whose outputs are each body's in turn (shape (len(bodies), *output)), so the
     work of the chain above a body is written once for all of them (render.chain_kernel_data
-    lets each body run only what it needs). Talos' 33 bodies with frames make 5 chains, and
-    its 13 default frame functions compile in 4.9 s instead of 11.3. A chain's program ends
-    once its recorded statements reach CHAIN_STATEMENTS; the next body starts another."""
+    lets each body run only what it needs). Talos' 33 bodies with frames make 5 chains, whose
+    programs compile in a fraction of the time of one program per body (docs/performance.md,
+    Cold builds). A chain's program ends once its recorded statements reach CHAIN_STATEMENTS;
+    the next body starts another."""
     if spec.variants:   # (none has: a chain's program would need its variants measured body by body)
         raise ValueError(f"{spec.name}: a function of a frame with variants has no chain programs")
     with cycle_collection_paused():

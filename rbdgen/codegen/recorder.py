@@ -1,4 +1,4 @@
-"""The symbolic run with per-line caching (seed 000 §8.3, DYNAMOD).
+"""The symbolic run with per-line caching (RBDL paper §8.3, seed 000: DYNAMOD).
 
 An algorithm runs once on symbols (rbdgen.codegen.expr). Each `let(name, i, value)` binds every
 non-trivial scalar of the line's result to a fresh temporary and records the assignment,

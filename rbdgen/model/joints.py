@@ -1,4 +1,5 @@
-"""Joint models: jcalc (seed 000 §4, seed 003) for every joint type rbdgen knows.
+"""Joint models: jcalc (RBDL paper §4, seed 000; RBDL joints docs, seed 003) for every joint
+type rbdgen knows.
 
 `calc(ops, q, v)` takes the joint's slices of q and v and returns the joint transform X_J
 (parent joint frame -> child body frame), the motion subspace S (one Motion per velocity
@@ -271,7 +272,8 @@ class Planar(JointModel):
 
 
 class EulerZYX(JointModel):
-    """3-DoF rotation R = Rz(q0) Ry(q1) Rx(q2) (seed 000 eq. 35-38; Pinocchio's SphericalZYX).
+    """3-DoF rotation R = Rz(q0) Ry(q1) Rx(q2) (RBDL paper eq. 35-38, seed 000; Pinocchio's
+    SphericalZYX).
 
     v = q-dot; S maps it to the angular velocity in the child frame, so S depends on q and
     c_J = (dS/dt) q-dot is not zero.
@@ -294,7 +296,7 @@ class EulerZYX(JointModel):
 
 
 class EulerXYZ(JointModel):
-    """3-DoF rotation R = Rx(q0) Ry(q1) Rz(q2) (seed 000 eq. 35-38; RBDL's EulerXYZ)."""
+    """3-DoF rotation R = Rx(q0) Ry(q1) Rz(q2) (RBDL paper eq. 35-38, seed 000; RBDL's EulerXYZ)."""
 
     type = "euler_xyz"
     nq, nv = 3, 3

@@ -1,9 +1,10 @@
 """The model every stage reads: parent array, joint models, placements X_T, inertias.
 
 A Model is frozen. Build it from a URDF (`rbdgen.load_urdf`) or in Python with
-`ModelBuilder`, in RBDL's `AddBody` style (seed 000 Algorithm 4). Body i is moved by
+`ModelBuilder`, in RBDL's `AddBody` style (RBDL paper Alg. 4, seed 000). Body i is moved by
 joint i; `parent[i]` is the body it hangs from, -1 for the world. Fixed joints add no body:
-the child's inertia is merged into its moving parent and the child stays a frame (seed 003).
+the child's inertia is merged into its moving parent and the child stays a frame (RBDL joints
+docs, seed 003).
 """
 
 import math
@@ -143,7 +144,7 @@ class Model:
 
 
 class ModelBuilder:
-    """Builds a Model body by body (RBDL's AddBody, seed 000 Algorithm 4).
+    """Builds a Model body by body (RBDL's AddBody: RBDL paper Alg. 4, seed 000).
 
         b = ModelBuilder("arm")
         upper = b.add_body(-1, Revolute((0, 0, 1)), "shoulder", "upper_arm", inertia=...)

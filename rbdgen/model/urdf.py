@@ -1,4 +1,5 @@
-"""URDF -> Model (seed 004): joint origins become X_T, <inertial> becomes spatial inertia.
+"""URDF -> Model (the modeling blog, seed 004): joint origins become X_T, <inertial> becomes
+spatial inertia.
 
 The joint order and the q/v layout are those of Pinocchio's URDF parser: a depth-first walk
 from the root, the children of a link taken in the order of their joints' names. Fixed

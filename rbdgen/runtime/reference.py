@@ -141,7 +141,7 @@ globals().update(_TABLE)
 
 
 def rnea(model, q, v, a, f_ext=None, params=None):
-    """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (seed 000 Algorithm 1); f_ext
+    """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (RBDL paper Alg. 1, seed 000); f_ext
     (nbodies, 6) or (B, nbodies, 6), rows [force; torque] on each body in its frame."""
     if f_ext is None:
         return _TABLE["rnea"](model, q, v, a, params=params)
@@ -149,7 +149,8 @@ def rnea(model, q, v, a, f_ext=None, params=None):
 
 
 def aba(model, q, v, tau, f_ext=None, params=None):
-    """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (seed 000 Algorithm 3), f_ext as for rnea."""
+    """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (RBDL paper Alg. 3, seed 000),
+    f_ext as for rnea."""
     if f_ext is None:
         return _TABLE["aba"](model, q, v, tau, params=params)
     return _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext), params=params)
@@ -233,7 +234,7 @@ def _contact_terms(model, q, v, contacts, gamma=True, params=None):
 
 
 def contact_dynamics(model, q, v, tau, contacts, damping=0.0, params=None):
-    """Seed 000 eq. (7): (q-ddot, lambda) with M q-ddot = tau - nle + G^T lambda and
+    """RBDL paper eq. (7), seed 000: (q-ddot, lambda) with M q-ddot = tau - nle + G^T lambda and
     G q-ddot + G-dot v = 0. contacts: [(frame, point, normal or None)], a normal (world
     axes) for a 1-D constraint, None for the 3-D point constraint."""
     _, G, gamma = _contact_terms(model, q, v, contacts, params=params)
@@ -242,14 +243,14 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, params=None):
 
 
 def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0, params=None):
-    """Seed 000 eq. (10): (v+, impulses) with G v+ = -restitution G v-."""
+    """RBDL paper eq. (10), seed 000: (v+, impulses) with G v+ = -restitution G v-."""
     _, G, _ = _contact_terms(model, q, v_minus, contacts, gamma=False, params=params)
     return _contact.impulse_dynamics(minv(model, q, params=params), np.asarray(v_minus, dtype=float), G,
                                      restitution, damping)
 
 
 def contact_inertia(model, q, contacts, params=None):
-    """The contact-space inverse inertia G M^-1 G^T (seed 001 §6.3)."""
+    """The contact-space inverse inertia G M^-1 G^T (Drumwright §6.3, seed 001)."""
     _, G, _ = _contact_terms(model, q, None, contacts, gamma=False, params=params)
     return G @ minv(model, q, params=params) @ G.T
 

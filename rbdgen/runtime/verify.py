@@ -114,7 +114,8 @@ def verification_draws(model, frame_names, states=16, seed=0):
 def reference_table(model, names, frame_names, contacts, states=16, seed=0):
     """{(function, frame name or None): the reference's values} that verify_module compares the C functions
     with, computed before the module exists: a build runs it in a worker beside the
-    compilation (Talos: 0.65 of verification's 0.85 s). contacts: the declared ones, parsed."""
+    compilation, since it is most of verification's time (docs/performance.md, Cold builds).
+    contacts: the declared ones, parsed."""
     _, inputs, frames = verification_draws(model, frame_names, states, seed)
     return {_key(name, frame): reference_values(model, spec, batch, None if frame is None else frame.body)
             for name, spec, batch, frame in _function_calls(model, names, contacts, inputs, frames)}

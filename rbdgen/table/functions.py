@@ -30,8 +30,8 @@ def _solved_after(function, blocks, factors, applies=always, preferred=never):
 def _analytic(function, **solve):
     """The analytical derivatives of inverse dynamics (algorithms.rnea_derivatives) where every
     joint's motion subspace is fixed in its body; preferred: fewer operations than forward mode
-    on every robot measured (UR5 2 247 against 3 535, Panda 5 825 against 12 338, Talos 32 513
-    against 85 502), so forward mode is not recorded beside them."""
+    on every robot measured (docs/performance.md, Choices in the generated programs), so forward
+    mode is not recorded beside them."""
     if solve:
         return _solved_after(function, solve["blocks"], solve["factors"], rnea_derivatives.applies, always)
     return Variant(function, rnea_derivatives.applies, always)
@@ -88,7 +88,7 @@ def _with_params(choice, dynamics):
 
 FUNCTIONS = [
     FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), mimic.rnea,
-                 "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA, seed 000 Algorithm 1).", cost=3,
+                 "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA: RBDL paper Alg. 1, seed 000).", cost=3,
                  jacobians=({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"),
                                     "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy"),
                                     **_BY_PARAMS["rnea"]}},),
@@ -107,10 +107,10 @@ FUNCTIONS = [
                             _with_params(copied("rnea_derivatives", q="dtau_dq"), "rnea")),
                  pinocchio=Counterpart("computeGeneralizedGravity", ("q",))),
     FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), mimic.crba,
-                 "Joint-space inertia matrix M(q), full and symmetric (CRBA, seed 000 Algorithm 2).", cost=3,
+                 "Joint-space inertia matrix M(q), full and symmetric (CRBA: RBDL paper Alg. 2, seed 000).", cost=3,
                  pinocchio=Counterpart("crba", ("q",), "crba", upper=("",))),
     FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
-                 "Forward dynamics a = M^-1 (tau - C v - g) (ABA, seed 000 Algorithm 3).", solves=True, cost=5,
+                 "Forward dynamics a = M^-1 (tau - C v - g) (ABA: RBDL paper Alg. 3, seed 000).", solves=True, cost=5,
                  jacobians=(_with_params(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"), "aba"),),
                  pinocchio=Counterpart("aba", ("q", "v", "tau"), "aba")),
     FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
@@ -138,16 +138,18 @@ FUNCTIONS = [
     FunctionSpec("potential_energy", ("q",), lambda m: (1,), mimic.potential_energy,
                  "Potential energy -m g . c.", scalar=True, pinocchio=Counterpart("computePotentialEnergy", ("q",))),
     FunctionSpec("coriolis", ("q", "v"), lambda m: (m.nv, m.nv), mimic.coriolis,
-                 "Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew (seed 002 Alg. 1).",
+                 "Christoffel-consistent Coriolis matrix C(q, v): C v = nle - g, M-dot - 2C skew "
+                 "(Coriolis paper Alg. 1, seed 002).",
                  cost=9, pinocchio=Counterpart("computeCoriolisMatrix", ("q", "v"), "coriolis")),
     FunctionSpec("christoffel", ("q",), lambda m: (m.nv, m.nv, m.nv), mimic.christoffel,
                  "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k].",
                  costly=True, cost=56),
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
-                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (seed 001).", solves=True, cost=5,
+                 "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (Drumwright, seed 001).",
+                 solves=True, cost=5,
                  # On a tree with branches M^-1 across them keeps the table's digits in fewer operations
                  # than any other (Talos, Solo12, ANYmal, Go1, Allegro, dm_control's dog): tried alone
-                 # first there, it spares the others' generation (the dog's 24 s).
+                 # first there, it spares the others' generation (docs/performance.md, Cold builds).
                  variants=(Variant(minv.minv_in_fixed_frame, lambda model: not model.has_mimic),
                            Variant(minv.minv_across_branches, lambda model: not model.has_mimic,
                                    preferred=minv.has_branches),
@@ -274,8 +276,8 @@ def contact_functions(contacts):
                      "gamma = -G-dot v of the declared contacts: G q-ddot = gamma keeps them still.", kind="contact"),
         FunctionSpec("contact_dynamics", ("q", "v", "tau", "damping"), lambda model: (model.nv + 2 * m,),
                      lambda model, ops, q, v, tau, d: constrained.contact_dynamics(model, ops, contacts, q, v, tau, d),
-                     "Forward dynamics with the declared contacts held (seed 000 eq. 7): q-ddot, multipliers, "
-                     "and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
+                     "Forward dynamics with the declared contacts held (RBDL paper eq. 7, seed 000): q-ddot, "
+                     "multipliers, and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
                      parts=outcome("qdd"), declared=True, kind="contact", solves=True,
                      jacobians=({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
                                  "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
@@ -288,7 +290,8 @@ def contact_functions(contacts):
                      variants=(contact_derivatives_factored(contacts, m),)),
         FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
                      lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
-                     "Velocity after an impact on the declared contacts (seed 000 eq. 10): v+, impulses, pivots.",
+                     "Velocity after an impact on the declared contacts (RBDL paper eq. 10, seed 000): v+, "
+                     "impulses, pivots.",
                      parts=outcome("v_plus"), declared=True, kind="contact", solves=True),
         FunctionSpec("contact_inertia", ("q",), lambda model: (m, m),
                      lambda model, ops, q: constrained.contact_inertia(model, ops, contacts, q),
@@ -317,8 +320,9 @@ def lookup(name, contacts=()):
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 # The functions of declared contacts, by name (their specs depend on the contacts)
 CONTACT_NAMES = tuple(spec.name for spec in contact_functions(()))
-# Above this many velocity coordinates a default build leaves the costly functions out:
-# Talos' (nv = 38) Christoffel symbols alone are 200 000 operations and 90 s of symbolic work.
+# Above this many velocity coordinates a default build leaves the costly functions out: Talos'
+# (nv = 38) Christoffel symbols alone are more operations than all its default functions
+# together (docs/performance.md, Christoffel symbols).
 COSTLY_MAX_NV = 24
 
 
