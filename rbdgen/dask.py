@@ -60,8 +60,11 @@ def map(function, *args, threads=1, **kwargs):
     # one task a chunk, named after the function; its result's parts are taken out of it without a copy
     name = f"rbdgen-{getattr(function, '__name__', 'function')}-{tokenize(call.token(), *arrays)}"
     starts = np.cumsum((0,) + rows[:-1]).tolist()
-    chunks = [dask.delayed(call, pure=True)(start, *blocks, dask_key_name=(name, k))
-              for k, (start, blocks) in enumerate(zip(starts, zip(*(x.to_delayed().ravel() for x in arrays))))]
+    # the inputs' chunks under their own keys (not each input's graph optimized apart, renamed):
+    # inputs made from one upstream array share its chunks, computed once
+    blocks = zip(*(x.to_delayed(optimize_graph=False).ravel() for x in arrays))
+    chunks = [dask.delayed(call, pure=True)(start, *chunk, dask_key_name=(name, k))
+              for k, (start, chunk) in enumerate(zip(starts, blocks))]
     parts = [da.concatenate([da.from_delayed(chunk[k] if call.in_parts else chunk, (count,) + shape, float)
                              for chunk, count in zip(chunks, rows)]) for k, shape in enumerate(call.shapes)]
     return tuple(parts) if call.in_parts else parts[0]

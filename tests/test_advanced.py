@@ -793,7 +793,7 @@ def test_report_build_times(tmp_path):
         if m:
             assert m.group(1) not in timed, f"{m.group(1)} reported twice: {lines}"
             timed[m.group(1)] = int(m.group(2))
-        m = re.fullmatch(rf"\s*compiled (\d+) small functions in one file \(compile {seconds}\): ([\w, ]+)", line)
+        m = re.fullmatch(rf"\s*compiled (\d+) small functions? in one file \(compile {seconds}\): ([\w, ]+)", line)
         if m:
             together += m.group(3).split(", ")
             assert int(m.group(1)) == len(m.group(3).split(", ")), line

@@ -82,6 +82,17 @@ def test_map_computes_nothing_until_compute(ur5):
         np.testing.assert_array_equal(part, expected)
 
 
+def test_inputs_derived_from_one_upstream_compute_it_once(ur5):
+    """q, v and tau made from one Dask array: each of its chunks is computed once, and every
+    input sees the same values (a random upstream would otherwise give inconsistent states)."""
+    q, _, _, _ = states(ur5, B)
+    calls = [0] * (B // CHUNK)
+    Q = counted(q, calls)
+    lazy = rbdgen.dask.map(ur5.aba, Q, Q * 0.5, Q + 1.0)
+    np.testing.assert_array_equal(lazy.compute(scheduler="synchronous"), ur5.aba(q, q * 0.5, q + 1.0))
+    assert calls == [1] * (B // CHUNK)
+
+
 def test_an_error_names_the_row_of_the_whole_batch(ur5):
     """A negative mass in row 777, in chunks of 128: the module's message, naming state 777."""
     q, v, tau, params = states(ur5, B)

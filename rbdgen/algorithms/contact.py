@@ -20,6 +20,8 @@ def _vector3(x, what):
     x = real_array(x, what)
     if x.shape != (3,):
         raise ValueError(f"{what}: expected (3,), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{what}: expected finite numbers, got {x}")
     return x
 
 
@@ -64,6 +66,8 @@ def parse_contacts(contacts):
         point = _vector3(point, f"contact {k} point")
         if normal is not None:
             normal = _vector3(normal, f"contact {k} normal")
+            if np.abs(normal).max() > 1e150:   # (its square would overflow: scaled first)
+                normal = normal / np.abs(normal).max()
             length = np.linalg.norm(normal)
             if not length > 1e-12:
                 raise ValueError(f"contact {k}: normal {normal} has zero length; give a non-zero normal")

@@ -179,25 +179,49 @@ def solved(rows, inputs, params_given=False, param_names=()):
     raise ValueError(where + _cause(inputs, state, params_given, param_names))
 
 
+def refuse_input(count, state, inputs, param_names=()):
+    """ValueError (naming the state of a batch of `count`) when an input at `state` is not
+    finite, or so large that a result overflows; nothing otherwise."""
+    problem = _input_problem(inputs, state, param_names)[0]
+    if problem:
+        raise ValueError((f"state {state} of the batch: " if count > 1 else "") + problem)
+
+
 def _cause(inputs, state, params_given, param_names):
-    largest, named = 0.0, ""
+    problem, largest = _input_problem(inputs, state, param_names)
+    if problem:
+        return problem
+    if params_given:
+        return "params: M is singular (a joint moves no mass with these parameters); give the links it moves a mass"
+    return (f"the result is not finite although every input is (the largest: {largest}): M is singular at this state, "
+            "or an input is too large for float64's range")
+
+
+def _input_problem(inputs, state, param_names):
+    """(what is wrong with an input at `state`: not finite, or too large; None) and the largest
+    input entry, as text. inputs: (name, array), two dimensions for one row per state."""
+    largest, named = -1.0, ""
     for name, value in inputs:
         x = _np.asarray(value, dtype=_FLOAT)
         x = (x[state] if x.ndim == 2 else x).reshape(-1)
         if not x.size:
             continue
-        labels = param_names if name == "params" else ()
-        label = lambda k: f"{name}[{k}]" + (f" ({labels[k]})" if k < len(labels) else "")
         bad = ~_np.isfinite(x)
+        k = int(_np.argmax(bad)) if bad.any() else int(_np.argmax(_np.abs(x)))
+        label = _label(name, k, param_names)
         if bad.any():
-            k = int(_np.argmax(bad))
-            return f"{label(k)} is not finite ({float(x[k])!r}); give finite values"
-        k = int(_np.argmax(_np.abs(x)))
+            return f"{label} is not finite ({float(x[k])!r}); give finite values", None
         if abs(x[k]) > largest:
-            largest, named = float(abs(x[k])), f"{label(k)} = {x[k]:.3g}"
+            largest, named = float(abs(x[k])), f"{label} = {x[k]:.3g}"
     if largest > OVERFLOWING:
-        return f"{named} is too large: the result overflows float64"
-    if params_given:
-        return "params: M is singular (a joint moves no mass with these parameters); give the links it moves a mass"
-    return (f"the result is not finite although every input is (the largest: {named}): M is singular at this state, "
-            "or an input is too large for float64's range")
+        return f"{named} is too large: the result overflows float64", named
+    return None, named
+
+
+def _label(name, k, param_names):
+    """An input's entry k as the caller names it: params[k] (its name), f_ext[joint, row]."""
+    if name == "params" and k < len(param_names):
+        return f"params[{k}] ({param_names[k]})"
+    if name == "fext":
+        return f"f_ext[{k // 6}, {k % 6}]"
+    return f"{name}[{k}]"

@@ -1,14 +1,14 @@
 /* The Python entry points of a generated module (rbdgen/bindings): fixed code, the same for
    every robot, included by the module's rbdgen_<robot>_calls.c after its tables of data.
 
-   cffi asks for one buffer per argument from Python (some 300 ns each here), which made a
-   call from Python slower than Pinocchio's. Four entry points take the common call (float64
+   cffi asks for one buffer per argument from Python, which made a call from Python slower
+   than Pinocchio's (docs/performance.md, calls from Python). Four entry points take the common call (float64
    C-contiguous vectors of the right length, a float for a parameter such as dt, a frame by
    name, an out= the Python function would take) straight from the interpreter's vectorcall: `call` for
    every function of states, `call_frame` for every frame quantity, `call_point` for the
    points of frames, `call_declared` for the functions of the declared contacts. `call` also
-   takes the common batch (B x n float64 arrays, threads=): through the Python function, a
-   batch of 4 cost 6 us on Panda's rnea, 0.5 us here.
+   takes the common batch (B x n float64 arrays, threads=), which through the Python
+   function cost several times a small batch's work.
    Any other call (and an out= that overlaps an input) goes to the Python function given at
    creation, which converts, batches and raises the errors. Arrays are read and made through
    NumPy's C interface: a result costs one allocation, its parts are views (as the Python

@@ -7,6 +7,7 @@
    time). Compiled with the module's optimization flags (calls.c). */
 
 #define RBDGEN_PHYSICAL_TOLERANCE 1e-9   /* physical.py's TOLERANCE */
+#define RBDGEN_PHYSICAL_LARGEST 1e100    /* physical.py's LARGEST */
 
 /* Branch-free, so that the states of a group are tested side by side (vectors of states where
    the compiler finds them): min and max as comparisons (fmin and fmax are calls or longer code
@@ -48,7 +49,7 @@ static inline int physical_body(const double *p, int strict)
     const double size = physical_max(scale, (hx * hx + hy * hy + hz * hz) * w), half = (a + b + c) / 2;
     const double all = a + b + c + d + e + f + size;   /* inf or NaN: finite values too large to test */
     return (int)(m >= 0) & (int)!(massless & (int)(h > RBDGEN_PHYSICAL_TOLERANCE * scale))
-         & (int)(all - all == 0)
+         & (int)(all - all == 0) & (int)(size <= RBDGEN_PHYSICAL_LARGEST)
          & semidefinite(a, b, c, d, e, f, size)
          & ((int)!strict | semidefinite(half - a, half - b, half - c, -d, -e, -f, size));
 }

@@ -124,7 +124,7 @@ class _Function:
                 args[k] = _one_number(args[k], name) if n == 1 else _vector(args[k], n, name)
         first = self.first
         if _is_batch(args[first], self.sizes[first], self.names[first]):
-            count = args[first].shape[0]
+            count = _np.shape(args[first])[0]   # (a list of states, converted below)
             c_args = []
             for k, (name, n) in enumerate(zip(self.names, self.sizes)):
                 one = self.broadcast[k] and _np.ndim(args[k]) == 1   # one for every state (<name>_shared)
@@ -150,16 +150,20 @@ class _Function:
         return self.result(_settled(out, target))
 
     def finite(self, rows, args, params_given):
-        """ValueError naming the cause when a solve's result (rows, one per state) is not finite;
-        nothing when the contacts are redundant (the caller says so, by the pivots)."""
+        """ValueError naming the cause when a solve's result (rows, one per state) is not finite.
+        Contacts that are redundant at a state (its pivots not clearly positive) are the
+        caller's to name, by the pivots, unless an input is not finite or too large there."""
+        inputs = list(zip(self.names, args))
         values = rows[:, :self.pivots] if self.pivots is not None else rows
-        if _np.isfinite(values).all():
-            return
+        bad = ~_np.isfinite(values).all(axis=-1)
         if self.pivots is not None:
             pivots = rows[:, self.pivots:]
-            if not (pivots > 1e-12 * _np.abs(pivots).max(axis=-1, keepdims=True)).all():
+            unclear = ~(pivots > 1e-12 * _np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
+            if unclear.any():
+                _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, param_names)
                 return
-        _arguments.solved(values, list(zip(self.names, args)), params_given, param_names)
+        if bad.any():
+            _arguments.solved(values, inputs, params_given, param_names)
 
     def define(self, namespace):
         """The public function, with its own signature (keywords by name, the defaults)."""
@@ -310,18 +314,43 @@ for _name, _point in _META["points"].items():
                                                    module=__name__)
 
 
-def _constraints(q, v, contacts, gamma=True, params=None, threads=0):
-    """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions (q,
-    v: vectors, or batches of one count as _call_time_states gives them)."""
+def _constraints(states, contacts, params=None, threads=0, gamma=True):
+    """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions;
+    states: (name, vector or batch) of q (and v), as _call_time_states gives them. A state
+    whose G or gamma is not finite, or an input so large that the solve would overflow, is a
+    one-line error naming the input (the rank test of G would fail on it, or mislead)."""
     if not _CALL_TIME_CONTACTS:
         raise ValueError("contacts: this module takes no call-time contacts (they need minv, nle and the "
                          "local_world_aligned frame Jacobian and classical acceleration); rebuild it with them")
     contacts = _contact.parse_contacts(contacts)
+    q, v = states[0][1], states[1][1] if len(states) > 1 and states[1][0] == "v" else None
     keywords = dict(_keywords(params), threads=threads)
-    G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point, **keywords))
-    if not gamma:
-        return G, None
-    return G, _contact.constraint_bias(contacts, lambda frame, point: point_gamma(q, v, frame, point, **keywords))
+    with _np.errstate(all="ignore"):
+        G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point, **keywords))
+        bias = None if not gamma else _contact.constraint_bias(
+            contacts, lambda frame, point: point_gamma(q, v, frame, point, **keywords))
+    inputs = _call_time_inputs(states, params, contacts)
+    count = len(q) if _np.ndim(q) == 2 else 1
+    if not count:
+        return G, bias
+    rows = G.reshape(count, -1) if bias is None else _np.hstack([G.reshape(count, -1), bias.reshape(count, -1)])
+    large = _np.zeros(count, dtype=bool)
+    for _, x in inputs:
+        x = _np.abs(x)
+        large |= (x.max(axis=-1) if x.ndim == 2 else x.max(initial=0.0)) > _arguments.OVERFLOWING
+    bad = large | ~_np.isfinite(rows).all(axis=-1)
+    if bad.any():
+        state = int(_np.argmax(bad))
+        _arguments.refuse_input(count, state, inputs, param_names)
+        raise ValueError((f"state {state} of the batch: " if count > 1 else "") + "the contacts' Jacobian G is not "
+                         "finite although every input is: an input is too large for float64's range")
+    return G, bias
+
+
+def _call_time_inputs(states, params, contacts):
+    """What a call with call-time contacts is given, (name, value) as _arguments names them."""
+    return list(states) + ([("params", _PARAMETERS.shaped(params))] if params is not None else []) + \
+        [(f"contact {k} point", point) for k, (_, point, _) in enumerate(contacts)]
 
 
 def _call_time_states(*named):
@@ -333,12 +362,12 @@ def _call_time_states(*named):
     return [_vector(x, n, name) for name, x, n in named]
 
 
-def _call_time_result(parts, states, params, out):
+def _call_time_result(parts, states, params, out, contacts):
     """The result of call-time contacts, parts (q-ddot or v+, then the multipliers) of one
     state or a batch, checked as a solve's (an input that is not finite, or so large that the
     result overflows, is named) and written into out= (the flat [q-ddot, lambda]) if given."""
     flat = _np.concatenate(parts, axis=-1)
-    inputs = list(states) + ([("params", _PARAMETERS.shaped(params))] if params is not None else [])
+    inputs = _call_time_inputs(states, params, _contact.parse_contacts(contacts))
     if flat.size:
         _arguments.solved(flat.reshape(-1, flat.shape[-1]), inputs, params is not None, param_names)
     if out is not None:
@@ -376,11 +405,12 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=Non
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
     q, v, tau = _call_time_states(("q", q, nq), ("v", v, nv), ("tau", tau, nv))
-    G, gamma = _constraints(q, v, contacts, params=params, threads=threads)
+    states = (("q", q), ("v", v), ("tau", tau))
+    G, gamma = _constraints(states, contacts, params, threads)
     with _np.errstate(all="ignore"):   # a result that is not finite is an error, with its cause
         parts = _contact.contact_dynamics(minv(q, **keywords, threads=threads), nle(q, v, **keywords, threads=threads),
                                           tau, G, gamma, damping)
-    return _call_time_result(parts, (("q", q), ("v", v), ("tau", tau)), params, out)
+    return _call_time_result(parts, states, params, out, contacts)
 
 
 def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, params=None, out=None, threads=0):
@@ -395,10 +425,11 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, pa
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
     q, v_minus = _call_time_states(("q", q, nq), ("v_minus", v_minus, nv))
-    G, _ = _constraints(q, None, contacts, gamma=False, params=params, threads=threads)
+    states = (("q", q), ("v_minus", v_minus))
+    G, _ = _constraints(states, contacts, params, threads, gamma=False)
     with _np.errstate(all="ignore"):
         parts = _contact.impulse_dynamics(minv(q, **keywords, threads=threads), v_minus, G, restitution, damping)
-    return _call_time_result(parts, (("q", q), ("v_minus", v_minus)), params, out)
+    return _call_time_result(parts, states, params, out, contacts)
 
 
 def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
@@ -407,8 +438,13 @@ def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
     if contacts is None:
         return _declared("contact_inertia")(q, **keywords, out=out, threads=threads)
     q, = _call_time_states(("q", q, nq))
-    G, _ = _constraints(q, None, contacts, gamma=False, params=params, threads=threads)
-    inertia = _contact.contact_inertia(minv(q, **keywords, threads=threads), G)
+    G, _ = _constraints((("q", q),), contacts, params, threads, gamma=False)
+    with _np.errstate(all="ignore"):
+        inertia = _contact.contact_inertia(minv(q, **keywords, threads=threads), G)
+    if inertia.size:
+        _arguments.solved(inertia.reshape(len(q) if q.ndim == 2 else 1, -1),
+                          _call_time_inputs((("q", q),), params, _contact.parse_contacts(contacts)),
+                          params is not None, param_names)
     if out is None:
         return inertia
     out, target = _output(out, inertia.shape, (q,))

@@ -146,7 +146,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                 f.write(text)
             shared[path] = names
             if compile_or_reuse(path, [text, kernels] + [_read(sources[n]) for n in names], flags, "shared", GLUE_COST):
-                progress(f"  reused the object of {len(names)} small functions: {', '.join(names)}")
+                progress(f"  reused the object of {_small(names)}: {', '.join(names)}")
 
         for name, glue_flags in glue.items():
             compile_or_reuse(os.path.join(work, name), [read(name)] + glue_includes, glue_flags, "glue", GLUE_COST)
@@ -192,7 +192,7 @@ def generate_and_compile(work, model, module, specs, flags, cse, progress, bodie
                     store.keep_object(key, obj)
                     if kind == "shared":
                         names = shared[obj[:-2] + ".c"]
-                        progress(f"  compiled {len(names)} small functions in one file (compile {seconds:.1f} s): "
+                        progress(f"  compiled {_small(names)} in one file (compile {seconds:.1f} s): "
                                  f"{', '.join(names)}")
                     elif kind == "function":
                         progress(f"  compiled {os.path.basename(obj)} (compile {seconds:.1f} s)")
@@ -237,6 +237,10 @@ def _still_working(pending, queued, specs, results, seconds):
             + (f"; generating {', '.join(generating)}" if generating else "")
             + (f"; compiling {', '.join(compiling)}" if compiling else "")
             + (f"; {queued} more jobs waiting" if queued else ""))
+
+
+def _small(names):
+    return f"{len(names)} small function{'s' if len(names) > 1 else ''}"
 
 
 def _read(path):

@@ -5,8 +5,17 @@ rather than the same dozen arguments each."""
 from dataclasses import dataclass, fields, replace
 
 
-# The options that are lists of names
+# The options that are lists of names; a string given for one is a list: for the functions and
+# parameters, the names it separates by commas (as on the command line), for a frame or a
+# contact ("l_sole:3d@0,0,0.01") the one name. "" is then an empty name, which the checks refuse.
 LISTS = ("algorithms", "frames", "contacts", "parameters")
+COMMA_SEPARATED = ("algorithms", "parameters")
+
+
+def _listed(option, value):
+    if option not in LISTS or not isinstance(value, str):
+        return value
+    return value.split(",") if option in COMMA_SEPARATED else [value]
 
 
 @dataclass(frozen=True)
@@ -30,8 +39,7 @@ class BuildOptions:
 
     @classmethod
     def of(cls, options=None, **changes):
-        # (a string for a list, parameters="gravity", is that one item, not its characters; ""
-        # is then an empty name, which the checks refuse)
+
         """`options` (default: the defaults) with `changes`, as keyword arguments name them;
         None for a change means the default."""
         known = {f.name for f in fields(cls)}
@@ -39,8 +47,7 @@ class BuildOptions:
         if unknown:
             raise TypeError(f"unknown build option {unknown[0]!r}; the options are {', '.join(sorted(known))}")
         defaults = {f.name: f.default for f in fields(cls)}
-        changes = {k: defaults[k] if v is None else [v] if k in LISTS and isinstance(v, str) else v
-                   for k, v in changes.items()}
+        changes = {k: defaults[k] if v is None else _listed(k, v) for k, v in changes.items()}
         return replace(options or cls(), **changes)
 
     @classmethod

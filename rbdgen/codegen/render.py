@@ -133,8 +133,9 @@ def kernel_data(program, part_statements):
     # entries the solve after the program overwrites (an identity block) need no zeros first
     computed, copies, zeros = _stores(program.outputs, program.solve.overwritten() if program.solve else ())
     # An output that is a value of the program is stored by the part that computes it, from a
-    # register (Talos' M: 738 -> 587 ns, its entries no longer stored to the workspace and loaded
-    # back by an output function); an entry equal to an earlier one is still copied after the barrier.
+    # register, rather than stored to the workspace and loaded back by an output function
+    # (docs/performance.md, outputs stored by the part that computes them); an entry equal to an
+    # earlier one is still copied after the barrier.
     direct = {}   # value -> the output entry the part stores it to
     if len(parts) > 1:
         direct = {program.outputs[k]: k for k in computed
@@ -293,8 +294,8 @@ def _stores(exprs, solved=()):
     after the program overwrites them). An equal entry (M[j, i] = M[i, j]) is copied, not
     computed again: one value, so symmetry is exact whatever the compiler does with each copy.
     The zeros are cleared run by run (solves.runs: a memset of a constant size, which gcc turns
-    into a few vector stores) rather than by clearing the whole output and then writing it:
-    Talos crba 800 -> 757 ns. One by one they were no faster than the whole."""
+    into a few vector stores) rather than by clearing the whole output and then writing it,
+    which measured slower on Talos' crba; one by one they were no faster than the whole."""
     computed, copies, first = [], [], {}
     for k, e in enumerate(exprs):
         if e == 0:
@@ -309,7 +310,7 @@ def _stores(exprs, solved=()):
 
 
 # From this many sin/cos pairs of joint angles on, they are computed together by one loop that
-# gcc vectorizes (rbdgen_sincos_n): Talos crba 970 -> 830 ns.
+# the compiler vectorizes (rbdgen_sincos_n), faster than one pair at a time.
 SINCOS_BATCH_MIN = 2
 
 

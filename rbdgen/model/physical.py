@@ -14,6 +14,9 @@ import numpy as np
 
 # Relative tolerance of the tests above: values written to a few digits (a URDF's) pass.
 TOLERANCE = 1e-9
+# Inertias beyond this are too large to test: the determinant of the inertia about the centre of
+# mass, and its tolerance, would overflow double precision.
+LARGEST = 1e100
 
 
 def problem(values, bodies, nonnegative, names, strict=True):
@@ -64,7 +67,8 @@ def _body_problem(p, names, strict):
               xy + hx * hy * w, xz + hx * hz * w, yz + hy * hz * w)
         # relative to the inertias subtracted (a point mass: Ic is 0 up to their rounding)
         size = np.maximum(scale, (hx * hx + hy * hy + hz * hz) * w)
-        overflow = ~np.isfinite(sum(Ic) + size)   # (as rbdgen_physical.c tests it)
+        # (as rbdgen_physical.c tests it; the minors below are products of three entries)
+        overflow = ~np.isfinite(sum(Ic) + size) | (size > LARGEST)
     if overflow.any():
         return (f"the values {names[0]} .. {names[-1]} are too large to test: the inertia about the centre "
                 "of mass overflows double precision (give them in kg, m)"), int(np.argmax(overflow))
