@@ -11,6 +11,7 @@ objects, as before.
 
 import concurrent.futures
 import ctypes
+import dataclasses
 import functools
 import multiprocessing
 import os
@@ -70,134 +71,171 @@ def program_key(fingerprint, spec, bodies, contacts):
                   [c.describe() for c in contacts] if spec.kind == "contact" else None)
 
 
-def generate_and_compile(work, model, module, specs, flags, cse, progress, bodies, contacts, glue, store,
-                         fingerprint, beside=None):
-    """Every function's program and C file, and the objects of functions and glue files
-    ({file: flags}), reusing what `store` holds. `beside`, (function, arguments) or None, is one
-    more job for the workers, the last to start (verification's reference values: it fills the
-    time the last compilations leave a worker idle). Returns (each spec's data, the object files,
-    the shared files {file: names of the functions it includes}, what `beside` answered)."""
-    read = lambda name: _read(os.path.join(work, name))
-    kernels = read(kernels_header_name(module))
-    # the glue includes the module's headers, the entry points' code and (calls.c, cffi's wrappers)
-    # Python's and NumPy's headers, whose versions stand for them
-    glue_includes = [read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
-                     name in ("rbdgen_entry_points.c", "rbdgen_arrays.c")] + [python_abi(), numpy.__version__]
-    results, sources, objects, shared, answer = {}, {}, [], {}, None
-    by_name = {spec.name: spec for spec in specs}
-    waiting = {}   # shared file -> the functions it waits for
-    for spec in specs:
-        waiting.setdefault(shared_file(spec), set()).add(spec.name)
-    members = {place: [] for place in waiting}
-    workers = max(1, min(len(specs) + len(glue), os.cpu_count() or 1))
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=die_with_parent,
-                                                initargs=(os.getpid(),)) as pool:
-        pending = {}   # future -> (what it makes, the object's cache key, the function or file)
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a worker needs to generate a function's C file (sent with each job): the model,
+    the module's name, CSE, the work folder, the compiler flags, the bodies that carry frames
+    and the contacts declared."""
+    model: object
+    module: str
+    cse: bool
+    work: str
+    flags: tuple
+    bodies: tuple
+    contacts: tuple
+
+
+class Compilation:
+    """Every function's program and C file, and the objects of functions and glue files, made
+    by parallel workers and the per-function cache `store`. glue: {file: its flags};
+    fingerprint: what every program depends on (program_key); beside, (function, arguments) or
+    None: one more job for the workers, the last to start (verification's reference values: it
+    fills the time the last compilations leave a worker idle). run() returns (each spec's data,
+    the object files, the shared files {file: names of the functions it includes}, what
+    `beside` answered)."""
+
+    def __init__(self, target, specs, *, glue, store, fingerprint, progress, beside=None):
+        self.target, self.specs, self.glue, self.store = target, specs, glue, store
+        self.fingerprint, self.progress, self.beside = fingerprint, progress, beside
+        self.kernels = self._read(kernels_header_name(target.module))
+        self.by_name = {spec.name: spec for spec in specs}
+        self.results, self.sources, self.objects, self.shared, self.answer = {}, {}, [], {}, None
+        self.waiting = {}   # shared file -> the functions it waits for
+        for spec in specs:
+            self.waiting.setdefault(shared_file(spec), set()).add(spec.name)
+        self.members = {place: [] for place in self.waiting}   # shared file -> its small functions so far
         # (cost, tag, function, arguments): submitted costliest first as workers free up, so that a
         # shared file whose functions are all there compiles before the cheaper jobs still waiting
-        jobs = []
+        self.jobs = []
+        self.pending = {}   # future -> (what it makes, the object's cache key, the function or file)
+        self.workers = max(1, min(len(specs) + len(glue), os.cpu_count() or 1))
 
-        def compile_or_reuse(source, texts, source_flags, kind, cost):
-            """Take the object of `source` from the cache (True), or compile it (False)."""
-            key = store.object_key(texts, source_flags)
-            obj = source[:-2] + ".o"
-            if store.object(key, obj):
-                objects.append(obj)
-                return True
-            jobs.append((cost, (kind, key, os.path.basename(source)), _timed, (compile_source, source, source_flags,
-                                                                                 work)))
-            return False
-
-        def ready(data, source, obj, key_of_program, seconds=None):
-            """A function's program is there (generated or cached): its object, alone or shared."""
-            name = data["name"]
-            results[name], sources[name] = data, source
-            text = _read(source)
-            if key_of_program is not None:
-                store.keep_program(key_of_program, data, text)
-            small = operations([data]) < SMALL_FUNCTION_OPERATIONS
-            if seconds is not None:
-                compiled = "compiled with other small functions" if small else f"compile {seconds[2]:.1f} s"
-                progress(f"  {name}: {data['operations']} operations "
-                         f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
-                if data["accuracy"]:
-                    progress("    " + describe_choice(name, data["accuracy"]))
-            else:
-                progress(f"  {name}: {data['operations']} operations (program cached)")
-            if obj is not None:
-                objects.append(obj)
-                store.keep_object(store.object_key([text, kernels], function_flags(flags, data)), obj)
-            elif not small and compile_or_reuse(source, [text, kernels], function_flags(flags, data), "function",
-                                                cost_of(by_name[name])):
-                progress(f"  {name}: object cached")
-            spec_place = shared_file(by_name[name])
-            if small:
-                members[spec_place].append(name)
-            waiting[spec_place].discard(name)
-            if not waiting[spec_place] and members[spec_place]:
-                together(spec_place)
-
-        def together(place):
-            names = sorted(members[place])
-            path = os.path.join(work, f"rbdgen_{module}_shared_{place[0]}{place[1]}.c")
-            text = "".join(f'#include "{os.path.basename(sources[n])}"\n' for n in names)
-            with open(path, "w") as f:
-                f.write(text)
-            shared[path] = names
-            if compile_or_reuse(path, [text, kernels] + [_read(sources[n]) for n in names], flags, "shared", GLUE_COST):
-                progress(f"  reused the object of {_small(names)}: {', '.join(names)}")
-
-        for name, glue_flags in glue.items():
-            compile_or_reuse(os.path.join(work, name), [read(name)] + glue_includes, glue_flags, "glue", GLUE_COST)
-        for spec in specs:
-            key = program_key(fingerprint, spec, bodies, contacts)
-            cached = store.program(key)
+    def run(self):
+        work = self.target.work
+        # the glue includes the module's headers, the entry points' code and (calls.c, cffi's
+        # wrappers) Python's and NumPy's headers, whose versions stand for them
+        glue_includes = [self._read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
+                         name in ("rbdgen_entry_points.c", "rbdgen_arrays.c")] + [python_abi(), numpy.__version__]
+        for name, glue_flags in self.glue.items():
+            self._compile_or_reuse(os.path.join(work, name), [self._read(name)] + glue_includes, glue_flags, "glue",
+                                   GLUE_COST)
+        for spec in self.specs:
+            key = program_key(self.fingerprint, spec, list(self.target.bodies), list(self.target.contacts))
+            cached = self.store.program(key)
             if cached is not None:
                 data, text = cached
-                source = os.path.join(work, f"rbdgen_{module}_{spec.name}.c")
+                source = os.path.join(work, f"rbdgen_{self.target.module}_{spec.name}.c")
                 with open(source, "w") as f:
                     f.write(text)
-                ready(data, source, None, None)
+                self._ready(data, source, None, None)
             else:
-                jobs.append((cost_of(spec), ("generate", key, spec.name), _generate_function,
-                             (model, module, spec.name, cse, work, flags, bodies, contacts)))
-        if beside is not None:
-            jobs.append((BESIDE_COST, ("beside", None, beside[0].__name__), *beside))
+                self.jobs.append((cost_of(spec), ("generate", key, spec.name), _generate_function,
+                                  (self.target, spec.name)))
+        if self.beside is not None:
+            self.jobs.append((BESIDE_COST, ("beside", None, self.beside[0].__name__), *self.beside))
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context, initializer=die_with_parent,
+                                                    initargs=(os.getpid(),)) as pool:
+            self._submit(pool)
+            started = last = time.perf_counter()
+            while self.pending:
+                done, _ = concurrent.futures.wait(self.pending, PROGRESS_SECONDS,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                now = time.perf_counter()
+                if now - started > QUIET_SECONDS and now - last > PROGRESS_SECONDS:
+                    self.progress("  " + self._still_working(now - started))
+                    last = now
+                for future in done:
+                    self._finished(future)
+                self._submit(pool)
+        return [self.results[spec.name] for spec in self.specs], self.objects, self.shared, self.answer
 
-        def submit_jobs():
-            jobs.sort(key=lambda job: -job[0])
-            while jobs and len(pending) < workers:
-                _, tag, run, args = jobs.pop(0)
-                pending[pool.submit(run, *args)] = tag
+    def _read(self, name):
+        return _read(os.path.join(self.target.work, name))
 
-        submit_jobs()
-        started = last = time.perf_counter()
-        while pending:
-            done, _ = concurrent.futures.wait(pending, PROGRESS_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED)
-            now = time.perf_counter()
-            if now - started > QUIET_SECONDS and now - last > PROGRESS_SECONDS:
-                progress("  " + _still_working(pending, len(jobs), specs, results, now - started))
-                last = now
-            for future in done:
-                kind, key, _ = pending.pop(future)
-                if kind == "generate":
-                    data, obj, source, seconds = future.result()
-                    ready(data, source, obj, key, seconds)
-                elif kind == "beside":
-                    answer = future.result()
-                else:
-                    obj, seconds = future.result()
-                    objects.append(obj)
-                    store.keep_object(key, obj)
-                    if kind == "shared":
-                        names = shared[obj[:-2] + ".c"]
-                        progress(f"  compiled {_small(names)} in one file (compile {seconds:.1f} s): "
-                                 f"{', '.join(names)}")
-                    elif kind == "function":
-                        progress(f"  compiled {os.path.basename(obj)} (compile {seconds:.1f} s)")
-            submit_jobs()
-    return [results[spec.name] for spec in specs], objects, shared, answer
+    def _submit(self, pool):
+        self.jobs.sort(key=lambda job: -job[0])
+        while self.jobs and len(self.pending) < self.workers:
+            _, tag, run, args = self.jobs.pop(0)
+            self.pending[pool.submit(run, *args)] = tag
+
+    def _finished(self, future):
+        kind, key, _ = self.pending.pop(future)
+        if kind == "generate":
+            data, obj, source, seconds = future.result()
+            self._ready(data, source, obj, key, seconds)
+        elif kind == "beside":
+            self.answer = future.result()
+        else:
+            obj, seconds = future.result()
+            self.objects.append(obj)
+            self.store.keep_object(key, obj)
+            if kind == "shared":
+                names = self.shared[obj[:-2] + ".c"]
+                self.progress(f"  compiled {_small(names)} in one file (compile {seconds:.1f} s): {', '.join(names)}")
+            elif kind == "function":
+                self.progress(f"  compiled {os.path.basename(obj)} (compile {seconds:.1f} s)")
+
+    def _compile_or_reuse(self, source, texts, source_flags, kind, cost):
+        """Take the object of `source` from the cache (True), or queue its compilation (False)."""
+        key = self.store.object_key(texts, source_flags)
+        obj = source[:-2] + ".o"
+        if self.store.object(key, obj):
+            self.objects.append(obj)
+            return True
+        self.jobs.append((cost, (kind, key, os.path.basename(source)), _timed,
+                          (compile_source, source, source_flags, self.target.work)))
+        return False
+
+    def _ready(self, data, source, obj, key_of_program, seconds=None):
+        """A function's program is there (generated or cached): its object, alone or shared."""
+        name, flags = data["name"], function_flags(self.target.flags, data)
+        self.results[name], self.sources[name] = data, source
+        text = _read(source)
+        if key_of_program is not None:
+            self.store.keep_program(key_of_program, data, text)
+        small = operations([data]) < SMALL_FUNCTION_OPERATIONS
+        if seconds is not None:
+            compiled = "compiled with other small functions" if small else f"compile {seconds[2]:.1f} s"
+            self.progress(f"  {name}: {data['operations']} operations "
+                          f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
+            if data["accuracy"]:
+                self.progress("    " + describe_choice(name, data["accuracy"]))
+        else:
+            self.progress(f"  {name}: {data['operations']} operations (program cached)")
+        if obj is not None:
+            self.objects.append(obj)
+            self.store.keep_object(self.store.object_key([text, self.kernels], flags), obj)
+        elif not small and self._compile_or_reuse(source, [text, self.kernels], flags, "function",
+                                                  cost_of(self.by_name[name])):
+            self.progress(f"  {name}: object cached")
+        place = shared_file(self.by_name[name])
+        if small:
+            self.members[place].append(name)
+        self.waiting[place].discard(name)
+        if not self.waiting[place] and self.members[place]:
+            self._together(place)
+
+    def _together(self, place):
+        """The file of the small functions that share `place`, all there now: its object."""
+        names = sorted(self.members[place])
+        path = os.path.join(self.target.work, f"rbdgen_{self.target.module}_shared_{place[0]}{place[1]}.c")
+        text = "".join(f'#include "{os.path.basename(self.sources[n])}"\n' for n in names)
+        with open(path, "w") as f:
+            f.write(text)
+        self.shared[path] = names
+        if self._compile_or_reuse(path, [text, self.kernels] + [_read(self.sources[n]) for n in names],
+                                  list(self.target.flags), "shared", GLUE_COST):
+            self.progress(f"  reused the object of {_small(names)}: {', '.join(names)}")
+
+    def _still_working(self, seconds):
+        """One line: what the workers do now and how much is left."""
+        generating = [item for kind, _, item in self.pending.values() if kind == "generate"]
+        compiling = [item for kind, _, item in self.pending.values() if kind not in ("generate", "beside")]
+        return (f"after {seconds:.0f} s: {len(self.results)} of {len(self.specs)} functions generated"
+                + (f"; generating {', '.join(generating)}" if generating else "")
+                + (f"; compiling {', '.join(compiling)}" if compiling else "")
+                + (f"; {len(self.jobs)} more jobs waiting" if self.jobs else ""))
 
 
 # A worker lives no longer than its build: a worker whose build was killed would wait on its
@@ -229,16 +267,6 @@ _prctl = _libc_prctl()
 QUIET_SECONDS, PROGRESS_SECONDS = 30, 10
 
 
-def _still_working(pending, queued, specs, results, seconds):
-    """One line: what the workers do now and how much is left."""
-    generating = [item for kind, _, item in pending.values() if kind == "generate"]
-    compiling = [item for kind, _, item in pending.values() if kind not in ("generate", "beside")]
-    return (f"after {seconds:.0f} s: {len(results)} of {len(specs)} functions generated"
-            + (f"; generating {', '.join(generating)}" if generating else "")
-            + (f"; compiling {', '.join(compiling)}" if compiling else "")
-            + (f"; {queued} more jobs waiting" if queued else ""))
-
-
 def _small(names):
     return f"{len(names)} small function{'s' if len(names) > 1 else ''}"
 
@@ -248,22 +276,23 @@ def _read(path):
         return f.read()
 
 
-def _generate_function(model, module, name, cse, work, flags, bodies, contacts):
+def _generate_function(target, name):
     """One function: symbolic run, optimization, C file, and (unless it is small) object file,
     in a worker process. A function of a frame gets the programs of the bodies that carry
     frames (frame_programs). Returns its data, object (None: compile it with others), C file and seconds."""
-    spec = fn_table.lookup(name, contacts)
+    model, module = target.model, target.module
+    spec = fn_table.lookup(name, target.contacts)
     t0 = time.perf_counter()
     choice = {}
-    programs = frame_programs(model, spec, bodies, cse) if spec.per_body else \
-        [(None, generate_program(model, spec, cse, choice))]
+    programs = frame_programs(model, spec, list(target.bodies), target.cse) if spec.per_body else \
+        [(None, generate_program(model, spec, target.cse, choice))]
     t1 = time.perf_counter()
     data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
-    source = os.path.join(work, f"rbdgen_{module}_{name}.c")
+    source = os.path.join(target.work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
         f.write(render_function(module, data))
     t2 = time.perf_counter()
-    obj = compile_source(source, function_flags(flags, data), work) \
+    obj = compile_source(source, function_flags(list(target.flags), data), target.work) \
         if operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
     return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
 

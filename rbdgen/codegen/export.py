@@ -28,17 +28,17 @@ MARKER = ".rbdgen-export"
 PYTHON_ONLY = ("_calls.c",)   # the binding's C, which includes Python.h
 
 
-def export(urdf_path, out_dir, options=None, native=False, module_dir=None, progress=None, **changes):
+def export(urdf_path, out_dir, options=None, *, native=False, module_dir=None, progress=None, **changes):
     """Write the C library of a URDF's robot to `out_dir`: options, and `changes` by keyword,
     as build's; native and module_dir as in export_model. Returns the path of the export."""
     progress = progress or (lambda message: None)
     _check_destination(out_dir)
     options = BuildOptions.of(options, **changes)
     model, source = load_source(urdf_path, options, progress)
-    return export_model(model, out_dir, options, native, module_dir, progress, source)
+    return export_model(model, out_dir, options, native=native, module_dir=module_dir, progress=progress, source=source)
 
 
-def export_model(model, out_dir, options=None, native=False, module_dir=None, progress=None, source=None,
+def export_model(model, out_dir, options=None, *, native=False, module_dir=None, progress=None, source=None,
                  **changes):
     """Build (or reuse) the module for `model` and write its C library to `out_dir`.
 

@@ -37,10 +37,14 @@ def copy_binding(work):
     shutil.copyfile(os.path.join(BINDINGS, "jax_ffi.c"), os.path.join(work, "_jax_ffi.c"))
 
 
-def metadata(model, module, extension, datas, key, options, source, frames, contacts, flags):
+def metadata(build, extension, datas):
+    """model.json: every fact of a build (a stages.Build) and of its functions (`datas`) that the
+    module's binding, reopen and export read."""
+    model, frames, contacts = build.model, build.frames, build.contacts
     return {
-        "name": model.name, "module": module, "extension": extension, "rbdgen_version": __version__,
-        "build_key": key, "machine": cache.machine_digest(flags), "options": options, "source": source or {},
+        "name": model.name, "module": build.module, "extension": extension, "rbdgen_version": __version__,
+        "build_key": build.key, "machine": cache.machine_digest(build.flags), "options": build.asked,
+        "source": build.source or {},
         "nq": model.nq, "nv": model.nv, "gravity": [float(g) for g in model.gravity],
         "total_mass": model.total_mass,
         # the inertial parameters pi the regressor multiplies, and (with base_regressor) beta = K pi

@@ -370,7 +370,7 @@ def params_problem_declaration(module):
     return f"long rbdgen_{module}_params_problem(const double *params, long n, long first, int strict)"
 
 
-def render_calls(module, header, functions, nq, nv, frames, nominal=(), bodies=(), nonnegative=()):
+def render_calls(module, header, functions, nq, nv, frames, *, nominal=(), bodies=(), nonnegative=()):
     """The direct entry points: every function of states (`direct`), every frame quantity by
     frame name and reference (frame_kinds), the points of frames (point_kinds) and the functions
     of the declared contacts. frames: [(name, body, placement)] in the module's order; nominal:

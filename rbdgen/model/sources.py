@@ -62,7 +62,7 @@ def xacro_use(path):
     return None
 
 
-def load_model(path, floating_base=False, strict=False, mimic=False, armature=None, xacro_args=None,
+def load_model(path, floating_base=False, *, strict=False, mimic=False, armature=None, xacro_args=None,
                packages=None, files_read=None):
     """The Model of a URDF, xacro or MJCF file.
 

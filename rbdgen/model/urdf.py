@@ -186,7 +186,7 @@ def load_urdf(path, floating_base=False, gravity=None, strict=False, mimic=False
                                   mimic=mimic, armature=armature)
 
 
-def model_from_urdf_string(text, source="<string>", floating_base=False, gravity=None, strict=False, mimic=False,
+def model_from_urdf_string(text, source="<string>", floating_base=False, *, gravity=None, strict=False, mimic=False,
                            armature=None):
     root_el = parse_urdf(text, source)
     src = _show(source, 1000)
