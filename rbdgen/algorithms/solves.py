@@ -20,7 +20,6 @@ algorithm (`inverse`), and the loop a product: on Panda M's sparse factors lose 
 the straight-line product with M^-1 keeps (docs/performance.md, Model parameters at run time).
 """
 
-import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -171,19 +170,6 @@ class FactorSolve:
         factors = set(self.factor_entries())
         return [k for b in self.blocks if b.identity for k in self._block_entries(b) if k not in factors]
 
-    def cost(self):
-        """Its time in operations of straight-line code (what the generator compares programs
-        by): per block a fixed part (copies, the call, the mirror) and per row operation on a
-        vector of columns, a group's blocks side by side in the vectors. Calibrated by timing
-        each candidate against the other (M^-1 on UR5 and Kinova, aba_derivatives on UR5, Panda
-        and Solo12): it predicts the faster of each pair (docs/performance.md, On a Zen 5: the
-        solves' cost)."""
-        panels = sum(padded_panels(-(-sum(self.width(self.blocks[k]) for k in group) // vector_width()))
-                     for group in self.groups())
-        per_panel = self.n * self.n + self.n if self.inverse else 2 * self.row_starts()[-1] + 2 * self.n
-        vector_operations = panels * per_panel
-        return len(self.blocks) * SOLVE_BLOCK_COST + SOLVE_VECTOR_COST * vector_operations
-
     def operations(self):
         """Its floating-point operations: per block and column, the scaling by 1/D and two
         multiply-adds per entry of L."""
@@ -287,12 +273,9 @@ class FactorSolve:
         return groups
 
 
-SOLVE_BLOCK_COST = 150     # operations of straight-line code, see FactorSolve.cost
 # Columns solved together (the kernels' groups of blocks): 8 vectors of 8 lanes, whose rows
 # (Talos: 38 x 8 x 64 bytes) stay in the first-level cache
 GROUP_COLUMNS = 64
-# per row operation on a vector of columns, in operations of straight-line code (FactorSolve.cost)
-SOLVE_VECTOR_COST = 4.4
 
 
 def runs(indices):
@@ -304,26 +287,6 @@ def runs(indices):
         else:
             found.append([k, 1])
     return [tuple(run) for run in found]
-
-
-def padded_panels(panels):
-    """The vectors a group's rows take in the C loop: its panels in passes of at most 8 (the
-    accumulators kept in registers), every pass as wide, the last padded (Solo12's 130
-    parameter columns: 17 panels in 3 passes of 6, not 3 of 8)."""
-    passes = -(-panels // 8)
-    return passes * -(-panels // passes)
-
-
-@functools.lru_cache(maxsize=None)
-def vector_width():
-    """Doubles per vector in the solves' loops on this machine (the kernels header's
-    RBDGEN_LANES for a build with -march=native, which is the default)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    return 8 if "avx512f" in flags else 4 if "avx" in flags else 2
 
 
 def _is_exact_zero(x):

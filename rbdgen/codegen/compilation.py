@@ -74,8 +74,9 @@ def program_key(fingerprint, spec, bodies, contacts):
 @dataclasses.dataclass(frozen=True)
 class Target:
     """What a worker needs to generate a function's C file (sent with each job): the model,
-    the module's name, CSE, the work folder, the compiler flags, the bodies that carry frames
-    and the contacts declared."""
+    the module's name, CSE, the work folder, the compiler flags, the bodies that carry frames,
+    the contacts declared, and the machine the flags compile for (costs.Machine: what the
+    choice among a function's programs is measured for)."""
     model: object
     module: str
     cse: bool
@@ -83,6 +84,7 @@ class Target:
     flags: tuple
     bodies: tuple
     contacts: tuple
+    machine: object
 
 
 class Compilation:
@@ -285,7 +287,7 @@ def _generate_function(target, name):
     t0 = time.perf_counter()
     choice = {}
     programs = frame_programs(model, spec, list(target.bodies), target.cse) if spec.per_body else \
-        [(None, generate_program(model, spec, target.cse, choice))]
+        [(None, generate_program(model, spec, target.cse, choice, target.machine))]
     t1 = time.perf_counter()
     data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
     source = os.path.join(target.work, f"rbdgen_{module}_{name}.c")

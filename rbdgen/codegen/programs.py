@@ -6,6 +6,7 @@ import gc
 
 import numpy as np
 
+from .costs import Machine
 from ..table.functions import Variant
 from .expr import Expr
 from .optimize import optimize
@@ -36,7 +37,7 @@ def cycle_collection_paused():
             gc.enable()
 
 
-def generate_program(model, spec, cse=True, choice=None):
+def generate_program(model, spec, cse=True, choice=None, machine=None):
     """Record one function of states' algorithm on symbols and optimize the straight-line
     program (a function of a frame's are frame_programs).
 
@@ -46,16 +47,17 @@ def generate_program(model, spec, cse=True, choice=None):
     seeded states, is within a quarter of the budget of rbdgen.runtime.accuracy (ten times the
     table algorithm's own error, or 100 eps; SELECTION_MARGIN). Variants marked `preferred` are tried alone first,
     and the table's algorithm is recorded only when none of them keeps its digits. `choice`,
-    a dict, receives what was measured and kept.
+    a dict, receives what was measured and kept. machine: the costs.Machine the build compiles
+    for (default: costs.Machine(), AVX-512's vectors).
 
     A model with parameters (Model.parameters) gives a program that takes their values as its
     last input, `params`; its variants are measured at random physical values of them (the
     input table's sampler)."""
     with cycle_collection_paused():
-        return _generate_program(model, spec, cse, choice)
+        return _generate_program(model, spec, cse, choice, machine or Machine())
 
 
-def _generate_program(model, spec, cse, choice):
+def _generate_program(model, spec, cse, choice, machine):
     inputs = spec.input_sizes(model)
     size = int(np.prod(spec.output(model)))
 
@@ -69,7 +71,7 @@ def _generate_program(model, spec, cse, choice):
             if program.solve is None:   # no room for the factors in the outputs
                 return None
             program.counts["operations"] += program.solve.operations()
-            program.counts["cost"] += program.solve.cost()
+            program.counts["cost"] += machine.solve_cost(program.solve)
         return program
 
     own = Variant(spec.run)

@@ -23,7 +23,7 @@ from ..algorithms.frames import placement_entries
 from ..errors import BuildError, CodegenError
 from ..model.parameters import parameters_of
 from ..runtime import reference
-from . import cache
+from . import cache, costs
 from .compilation import Compilation, Target
 from .compiler import GLUE_FLAGS, openmp_flags
 from .loading import build_info, load
@@ -140,7 +140,8 @@ class Build:
             from ..runtime.verify import reference_table
             beside = (reference_table, (model, [spec.name for spec in specs], [f.name for f in self.frames],
                                         self.contacts))
-        target = Target(model, module, self.cse, work, tuple(flags), tuple(bodies), tuple(self.contacts))
+        target = Target(model, module, self.cse, work, tuple(flags), tuple(bodies), tuple(self.contacts),
+                        costs.machine(tuple(flags)))
         datas, objects, shared, expected = Compilation(target, specs, glue=glue, store=store,
                                                        fingerprint=self.fingerprint, progress=self.progress,
                                                        beside=beside).run()
