@@ -2,6 +2,8 @@
 
 import functools
 import os
+import subprocess
+import sys
 import warnings
 from xml.sax.saxutils import quoteattr
 
@@ -105,3 +107,21 @@ def temporary_entries(folder):
     than lock files and the per-function cache, which stays."""
     from rbdgen.codegen.objects import FOLDER
     return sorted(n for n in os.listdir(folder) if n.startswith(".") and not n.endswith(".lock") and n != FOLDER)
+
+
+# A fresh interpreter unpickles a module and calls it: the folder may be absent there.
+_UNPICKLE = """
+import pickle, sys
+import numpy as np
+module = pickle.loads(sys.stdin.buffer.read())
+q = np.linspace(-1, 1, module.nq)
+print(module.__file__)
+print(repr(module.rnea(q, q, q).tolist()))
+"""
+
+
+def unpickle_elsewhere(blob):
+    """(status, stdout, stderr) of a fresh interpreter that unpickles a module and prints its
+    __file__ and rnea at q = v = a = linspace(-1, 1, nq)."""
+    done = subprocess.run([sys.executable, "-c", _UNPICKLE], input=blob, capture_output=True, timeout=300)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()

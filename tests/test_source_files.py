@@ -8,8 +8,6 @@ import os
 import pickle
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from rbdgen.codegen import reopen
 from rbdgen.codegen.build import build_model, file_digest, source_changed
 from rbdgen.errors import BuildError
 from rbdgen.model.sources import load_model
-from helpers import tiny_urdf, write_urdf
+from helpers import tiny_urdf, unpickle_elsewhere, write_urdf
 
 ROBOT_XACRO = """<?xml version="1.0"?>
 <robot name="included_arm" xmlns:xacro="http://www.ros.org/wiki/xacro">
@@ -70,21 +68,6 @@ PARTS_XML = """<mujoco>
 
 # a tetrahedron, faces outward
 WEDGE_OBJ = "v 0 0 0\nv 0.2 0 0\nv 0 0.2 0\nv 0 0 0.2\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
-
-# A fresh interpreter unpickles a module (its folder may be absent there) and calls it.
-_UNPICKLE = """
-import pickle, sys
-import numpy as np
-module = pickle.loads(sys.stdin.buffer.read())
-q = np.linspace(-1, 1, module.nq)
-print(module.__file__)
-print(repr(module.rnea(q, q, q).tolist()))
-"""
-
-
-def unpickle_elsewhere(blob):
-    done = subprocess.run([sys.executable, "-c", _UNPICKLE], input=blob, capture_output=True, timeout=300)
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 def unpickle_here(blob, module):

@@ -9,15 +9,13 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
 import rbdgen
-from helpers import tiny_urdf, write_urdf
+from helpers import tiny_urdf, unpickle_elsewhere, write_urdf
 
 SEED = 7
 
@@ -65,22 +63,6 @@ def test_spawned_processes_call_the_module(panda):
     x = np.linspace(-1, 1, panda.nq)
     np.testing.assert_array_equal(tau, panda.rnea(x, x, x))
     np.testing.assert_array_equal(jacobians, panda.frame_jacobian(q, "panda_hand"))
-
-
-# A fresh interpreter unpickles a module and calls it: the folder may be absent there.
-_UNPICKLE = """
-import pickle, sys
-import numpy as np
-module = pickle.loads(sys.stdin.buffer.read())
-q = np.linspace(-1, 1, module.nq)
-print(module.__file__)
-print(repr(module.rnea(q, q, q).tolist()))
-"""
-
-
-def unpickle_elsewhere(blob):
-    done = subprocess.run([sys.executable, "-c", _UNPICKLE], input=blob, capture_output=True, timeout=300)
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 def test_absent_folder_is_built_from_the_recipe(tmp_path):
