@@ -30,8 +30,8 @@ from .loading import build_info, load
 from .objects import BuildCache
 from .package import (BINDINGS, ENTRY_POINT_FLAGS, copy_binding, emit_cffi_source, link_extension, metadata,
                       python_extension_flags)
-from .render import (build_info_declaration, kernels_header_name, params_problem_declaration, render_batch,
-                     render_calls, render_casadi, render_header, render_info, render_kernels_header, signature)
+from .glue import params_problem_declaration, render_batch, render_calls, render_casadi, render_info
+from .render import build_info_declaration, kernels_header_name, render_header, render_kernels_header, signature
 
 
 def to_stderr(message):
