@@ -1007,8 +1007,11 @@ def test_call_time_contacts_take_batches_and_params_per_state(panda):
 
 
 def test_batches_given_as_lists(ur5):
-    """A batch given as nested lists is converted, as one state is."""
+    """A batch given as nested lists is converted, as one state is; ragged lists are a one-line
+    error naming the argument."""
     s = State("ur5", 97, batch=B)
+    one_line_error(lambda: ur5.aba([s.q[0].tolist(), s.q[1].tolist()[:-1]], s.v[:2], s.tau[:2]),
+                   "q: expected an array of one shape")
     for name, args in (("aba", (s.q, s.v, s.tau)), ("rnea", (s.q, s.v, s.a)), ("crba", (s.q,))):
         function = getattr(ur5, name)
         np.testing.assert_array_equal(function(*(x.tolist() for x in args)), function(*args))
@@ -1057,10 +1060,11 @@ def test_call_time_contacts_name_a_bad_state_point_or_normal(panda):
                        "contact 0 point[1] = 1e+300 is too large")
         one_line_error(lambda: panda.contact_dynamics(s.q, s.v, s.tau, contacts=[("panda_hand", (0, 0, 0), (0, 0, np.nan))]),
                        "contact 0 normal: expected finite numbers")
-        large = panda.contact_dynamics(s.q, s.v, s.tau, contacts=[("panda_hand", (0, 0, 0), (0, 1e300, 1e300))])
         unit = panda.contact_dynamics(s.q, s.v, s.tau, contacts=[("panda_hand", (0, 0, 0), (0, 1, 1))])
-        for a, b in zip(large, unit):
-            assert_close("a large normal", a, b, REL_TOL_SAME_CODE)
+        for size in (1e300, 1e-300):
+            scaled = panda.contact_dynamics(s.q, s.v, s.tau, contacts=[("panda_hand", (0, 0, 0), (0, size, size))])
+            for a, b in zip(scaled, unit):
+                assert_close(f"a normal of size {size:g}", a, b, REL_TOL_SAME_CODE)
 
 
 def test_declared_contacts_name_a_bad_state_before_redundancy(panda):

@@ -29,7 +29,10 @@ def real_array(x, what):
     """x as a float64 array; TypeError for anything but real numbers (complex, strings, bool,
     other objects), which numpy would convert with at most a warning (complex: dropping the
     imaginary part). Object arrays of real numbers (huge ints, Fractions) are converted."""
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except ValueError:   # nested lists of unequal lengths
+        raise ValueError(f"{what}: expected an array of one shape, got nested lists of unequal lengths") from None
     if a.dtype.kind in "fiu":
         return a.astype(np.float64, copy=False)
     shown = a.dtype
@@ -66,12 +69,11 @@ def parse_contacts(contacts):
         point = _vector3(point, f"contact {k} point")
         if normal is not None:
             normal = _vector3(normal, f"contact {k} normal")
-            if np.abs(normal).max() > 1e150:   # (its square would overflow: scaled first)
-                normal = normal / np.abs(normal).max()
-            length = np.linalg.norm(normal)
-            if not length > 1e-12:
+            largest = np.abs(normal).max()
+            if not largest > 0:
                 raise ValueError(f"contact {k}: normal {normal} has zero length; give a non-zero normal")
-            normal = normal / length
+            normal = normal / largest   # (a direction of any size: no square overflows or underflows)
+            normal = normal / np.linalg.norm(normal)
         parsed.append((frame, point, normal))
     if not parsed:
         raise ValueError("contacts: expected at least one (frame, point[, normal])")

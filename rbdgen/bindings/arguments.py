@@ -42,7 +42,7 @@ def batch(x, n, what, count=None):
 
 def is_batch(x, n, what):
     """True for a batch (B, n) of states, False for one state; ValueError beyond 2 dimensions."""
-    ndim = x.ndim if type(x) is _np.ndarray else _np.ndim(x)
+    ndim = x.ndim if type(x) is _np.ndarray else _contact.real_array(x, what).ndim
     if ndim > 2:
         raise ValueError(f"{what}: expected ({n},) or a batch (B, {n}), got {_np.shape(x)}")
     return ndim == 2
