@@ -11,7 +11,7 @@ import time
 import unicodedata
 import warnings
 
-from .errors import RbdgenError
+from .errors import ModelError, RbdgenError
 
 
 def _progress(start):
@@ -78,13 +78,13 @@ def _options(args):
 def _parameters(args):
     """The SPECs of --parameters (repeated, or separated by commas); an empty one is an error,
     as it is from Python, rather than a build without the parameters meant."""
-    from .model.parameters import SPECS_CHOICE
+    from .model.parameters import SPECS_CHOICE, split_specs
     specs = []
     for item in getattr(args, "parameters", None) or ():
-        found = [spec.strip() for spec in item.split(",")]
-        if "" in found:
-            raise RbdgenError(f"--parameters {item!r}: empty SPEC; give {SPECS_CHOICE}")
-        specs += found
+        try:
+            specs += split_specs(item)
+        except ModelError:
+            raise RbdgenError(f"--parameters {item!r}: empty SPEC; give {SPECS_CHOICE}") from None
     return specs
 
 

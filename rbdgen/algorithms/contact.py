@@ -125,6 +125,13 @@ def check_restitution(restitution):
     return _number(restitution, "restitution", 1.0)
 
 
+def unclear_pivots(pivots):
+    """Per state (rows of `pivots`), whether a pivot of G M^-1 G^T is not clearly positive
+    (redundant contacts; NaN is not clear either)."""
+    pivots = np.atleast_2d(pivots)
+    return ~(pivots > 1e-12 * np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
+
+
 def refuse_redundant(pivots, damping, contacts):
     """ValueError when the contact-space matrix of `contacts` had a pivot that is not clearly
     positive (the C computed the numbers regardless; they are not returned)."""
@@ -135,11 +142,10 @@ def refuse_redundant(pivots, damping, contacts):
         limit = 1e-12 * max(values)
         if all(x > limit for x in values):   # NaN is not good either
             return
-    pivots = np.atleast_2d(pivots)
-    good = pivots > 1e-12 * np.abs(pivots).max(axis=-1, keepdims=True)
-    if not good.all():
-        state = int(np.argwhere(~good.all(axis=-1))[0, 0])
-        where = f" (state {state} of the batch)" if len(pivots) > 1 else ""
+    unclear = unclear_pivots(pivots)
+    if unclear.any():
+        state = int(np.argmax(unclear))
+        where = f" (state {state} of the batch)" if pivots.ndim == 2 and len(pivots) > 1 else ""
         raise ValueError(f"contacts are redundant: {', '.join(contacts)} give a singular G M^-1 G^T{where}; "
                          "pass damping > 0 for a damped least-squares solve")
 

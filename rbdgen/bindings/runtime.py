@@ -157,8 +157,7 @@ class _Function:
         values = rows[:, :self.pivots] if self.pivots is not None else rows
         bad = ~_np.isfinite(values).all(axis=-1)
         if self.pivots is not None:
-            pivots = rows[:, self.pivots:]
-            unclear = ~(pivots > 1e-12 * _np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
+            unclear = _contact.unclear_pivots(rows[:, self.pivots:])
             if unclear.any():
                 _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, param_names)
                 return
@@ -314,15 +313,19 @@ for _name, _point in _META["points"].items():
                                                    module=__name__)
 
 
-def _constraints(states, contacts, params=None, threads=0, gamma=True):
-    """G and (with gamma) gamma = -G-dot v of call-time contacts, from the frame functions;
-    states: (name, vector or batch) of q (and v), as _call_time_states gives them. A state
-    whose G or gamma is not finite, or an input so large that the solve would overflow, is a
-    one-line error naming the input (the rank test of G would fail on it, or mislead)."""
+def _parsed(contacts):
+    """Call-time contacts, checked (_contact.parse_contacts), for a module that takes them."""
     if not _CALL_TIME_CONTACTS:
         raise ValueError("contacts: this module takes no call-time contacts (they need minv, nle and the "
                          "local_world_aligned frame Jacobian and classical acceleration); rebuild it with them")
-    contacts = _contact.parse_contacts(contacts)
+    return _contact.parse_contacts(contacts)
+
+
+def _constraints(states, contacts, params=None, threads=0, gamma=True):
+    """G and (with gamma) gamma = -G-dot v of call-time contacts (parsed), from the frame
+    functions; states: (name, vector or batch) of q (and v), as _call_time_states gives them. A
+    state whose G or gamma is not finite, or an input so large that the solve would overflow, is
+    a one-line error naming the input (the rank test of G would fail on it, or mislead)."""
     q, v = states[0][1], states[1][1] if len(states) > 1 and states[1][0] == "v" else None
     keywords = dict(_keywords(params), threads=threads)
     with _np.errstate(all="ignore"):
@@ -367,7 +370,7 @@ def _call_time_result(parts, states, params, out, contacts):
     state or a batch, checked as a solve's (an input that is not finite, or so large that the
     result overflows, is named) and written into out= (the flat [q-ddot, lambda]) if given."""
     flat = _np.concatenate(parts, axis=-1)
-    inputs = _call_time_inputs(states, params, _contact.parse_contacts(contacts))
+    inputs = _call_time_inputs(states, params, contacts)
     if flat.size:
         _arguments.solved(flat.reshape(-1, flat.shape[-1]), inputs, params is not None, param_names)
     if out is not None:
@@ -404,6 +407,7 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=Non
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
+    contacts = _parsed(contacts)
     q, v, tau = _call_time_states(("q", q, nq), ("v", v, nv), ("tau", tau, nv))
     states = (("q", q), ("v", v), ("tau", tau))
     G, gamma = _constraints(states, contacts, params, threads)
@@ -424,6 +428,7 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, pa
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
+    contacts = _parsed(contacts)
     q, v_minus = _call_time_states(("q", q, nq), ("v_minus", v_minus, nv))
     states = (("q", q), ("v_minus", v_minus))
     G, _ = _constraints(states, contacts, params, threads, gamma=False)
@@ -437,14 +442,14 @@ def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
     keywords = _keywords(params)
     if contacts is None:
         return _declared("contact_inertia")(q, **keywords, out=out, threads=threads)
+    contacts = _parsed(contacts)
     q, = _call_time_states(("q", q, nq))
     G, _ = _constraints((("q", q),), contacts, params, threads, gamma=False)
     with _np.errstate(all="ignore"):
         inertia = _contact.contact_inertia(minv(q, **keywords, threads=threads), G)
     if inertia.size:
         _arguments.solved(inertia.reshape(len(q) if q.ndim == 2 else 1, -1),
-                          _call_time_inputs((("q", q),), params, _contact.parse_contacts(contacts)),
-                          params is not None, param_names)
+                          _call_time_inputs((("q", q),), params, contacts), params is not None, param_names)
     if out is None:
         return inertia
     out, target = _output(out, inertia.shape, (q,))

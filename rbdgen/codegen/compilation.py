@@ -241,8 +241,9 @@ class Compilation:
 
 
 # A worker lives no longer than its build: a worker whose build was killed would wait on its
-# pipe forever. Linux kills it with its parent (PR_SET_PDEATHSIG), and the C compiler it runs
-# with it; elsewhere a killed build's workers end when they next read their pipe.
+# pipe forever (its siblings hold the pipe's other end). Linux kills it with its parent
+# (PR_SET_PDEATHSIG), and the C compiler it runs with it. Elsewhere (macOS) such workers stay
+# until ended by hand; they hold no build lock (cache.locked), so later builds go on.
 _PR_SET_PDEATHSIG = 1
 
 
