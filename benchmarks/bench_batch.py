@@ -106,14 +106,14 @@ SHARED_PARAMS = r"""    for (int r = 0; r < REPS; ++r) {   /* B states, one set 
 
 def write_driver(folder, meta, functions, batch):
     module = meta["module"]
-    sizes = {name: size for fn in functions for name, size in meta["functions"][fn]["inputs"]
+    sizes = {name: size for fn in functions for name, size in ((x["name"], x["size"]) for x in meta["functions"][fn]["inputs"])
              if name not in SHARED}
     decls = "".join(f"static double in_{n}[K * {s}], all_{n}[(long)B * {s}];\n" for n, s in sorted(sizes.items()))
     tile = "".join(f"    for (long s = 0; s < B; ++s) memcpy(all_{n} + s * {s}, in_{n} + (s % K) * {s}, "
                    f"{s} * sizeof(double));\n" for n, s in sorted(sizes.items()))
     source = ""
     for fn in functions:
-        inputs = meta["functions"][fn]["inputs"]
+        inputs = [(x["name"], x["size"]) for x in meta["functions"][fn]["inputs"]]
         single = "".join(f"shared_{n}, " if n in SHARED else f"in_{n} + k * {s}, " for n, s in inputs)
         batched = "".join(f"shared_{n}, " if n in SHARED else f"all_{n}, 0, " if n in BROADCAST else f"all_{n}, "
                           for n, s in inputs)

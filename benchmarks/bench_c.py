@@ -147,7 +147,7 @@ def write_inputs(model, meta, path, seed, side=None):
         qs.append(q), vs.append(v), acc.append(a)
     sizes = {}
     for fn in meta["functions"].values():
-        for name, size in fn["inputs"]:
+        for name, size in ((x["name"], x["size"]) for x in fn["inputs"]):
             if name not in SHARED:
                 sizes[name] = size
     arrays = {}
@@ -288,7 +288,7 @@ def write_driver(folder, meta, sizes, order, frame, side=None):
                             "timing": TIMING_C}
     calls = checks = ""
     for fn in order:
-        inputs = meta["functions"][fn]["inputs"]
+        inputs = [(x["name"], x["size"]) for x in meta["functions"][fn]["inputs"]]
         args = "".join(f"shared_{name}, " if name in SHARED else f"in_{name} + k * {size}, "
                        for name, size in inputs)
         if meta["functions"][fn].get("bodies") is not None:     # a function of a frame: its body first

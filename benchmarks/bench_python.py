@@ -160,8 +160,8 @@ def bench_robot(name, urdf, floating, args, c_times):
 def public_functions(module, meta, frame):
     """(name, argument names) of every public function of one state: the table's (model.json)
     and the task-space functions written in the binding (those of a frame when there is one)."""
-    table = [(fn, tuple(n for n, _ in row["inputs"])) for fn, row in meta["functions"].items()
-             if not row["per_body"] and not row["declared"] and hasattr(module, fn)]
+    table = [(fn, tuple(x["name"] for x in row["inputs"])) for fn, row in meta["functions"].items()
+             if row["kind"] != "frame" and not row["declared"] and hasattr(module, fn)]
     task = [(fn, names) for fn, names in TASK_SPACE.items()
             if hasattr(module, fn) and (frame is not None or "frame" not in names)]
     return table + [(fn, names) for fn, names in task if fn not in dict(table)]

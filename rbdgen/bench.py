@@ -30,6 +30,7 @@ def c_function(module, model, name):
     entry point (the public one takes call-time contacts)."""
     from .algorithms import constrained
     from .algorithms.frames import placement_entries
+    from .table.description import PLACEMENT
     from .table.inputs import INPUTS
     spec = lookup(name, constrained.parse_contacts(model, getattr(module, "contacts", ())))
     function = getattr(module, ("_declared_" if spec.declared else "") + name, None)
@@ -37,7 +38,8 @@ def c_function(module, model, name):
     if spec.per_body:
         frame = max((model.frame(f) for f in module.frames), key=lambda f: (f.body, -len(f.name)))
         function = functools.partial(getattr(module, "_" + name), frame.body)
-        shared["placement"] = np.array(placement_entries(frame.placement), dtype=float)
+        shared.update({arg: np.array(placement_entries(frame.placement), dtype=float) for arg in spec.inputs
+                       if INPUTS[arg].role == PLACEMENT})
 
     def arguments(inputs, batch):
         return [shared[arg] if arg in shared else inputs[arg][0] if INPUTS[arg].shared or batch is None
@@ -79,7 +81,7 @@ def _pin_bench(path, urdf, floating):
     return figures
 
 
-def bench(module, model, urdf, floating, pin_bench=None, seed=0, out=print, mimic=False, calls=None, batch=BATCH):
+def bench(module, model, urdf, floating, *, pin_bench=None, seed=0, out=print, mimic=False, calls=None, batch=BATCH):
     """Measure every function of `module`; print the table and return the rows.
 
     `calls`: calls per round from Python (default: about 2e5 operations' worth, 20 to 2000);

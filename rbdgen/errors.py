@@ -39,7 +39,7 @@ class BuildError(RbdgenError):
 
 def did_you_mean(name, choices, otherwise=""):
     """'did you mean 'a', 'b'?' for the names among `choices` close to `name`, else `otherwise`
-    (the binding's copy, for generated modules: rbdgen.algorithms.contact.close_names)."""
+    (the binding's copy, for generated modules: rbdgen.bindings.contact.close_names)."""
     import difflib
     close = difflib.get_close_matches(str(name), list(choices), n=3)
     return f"did you mean {', '.join(map(repr, close))}?" if close else otherwise

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 
-def minimum_effort_transfer(aba, nv, start, goal, duration=1.0, intervals=20, torque_limit=None, tol=1e-9,
+def minimum_effort_transfer(aba, nv, start, goal, *, duration=1.0, intervals=20, torque_limit=None, tol=1e-9,
                             max_iter=500, ipopt=None):
     """Solve the transfer; returns {"q": (N+1, nv), "v": (N+1, nv), "tau": (N, nv), "cost",
     "iterations", "seconds" (IPOPT's wall time), "status"}.

@@ -29,7 +29,7 @@ from helpers import (REL_TOL_GENERATED, REL_TOL_IDENTITY, REL_TOL_PINOCCHIO, ROB
                      pinocchio_model, random_configuration, robot_path, to_pinocchio_q)
 from rbdgen import ModelBuilder
 from rbdgen import reference as ref
-from rbdgen.algorithms.contact import point_placement
+from rbdgen.bindings.contact import point_placement
 from rbdgen.algorithms.frames import placement_entries
 from rbdgen.model.joints import Revolute
 from trees import (ALL_JOINT_TYPES, QDOT_IS_V, integrate, random_inertia, random_transform,

@@ -10,7 +10,6 @@ import pytest
 
 from rbdgen.table.inputs import INPUTS
 
-SHARED = [name for name, row in INPUTS.items() if row.shared]
 
 
 class FunctionInfo(ctypes.Structure):   # rbdgen_function_t (the module's header)
@@ -22,13 +21,13 @@ class FunctionInfo(ctypes.Structure):   # rbdgen_function_t (the module's header
                 ("eval", ctypes.c_void_p), ("eval_batch", ctypes.c_void_p)]
 
 
-def inputs(row, rng, count=None):
+def inputs(d, rng, count=None):
     lead = () if count is None else (count,)
-    return [rng.standard_normal((() if name in SHARED else lead) + (size,)) for name, size in row["inputs"]]
+    return [rng.standard_normal((() if port.shared else lead) + (port.size,)) for port in d.inputs]
 
 
-def body_of(module, row):
-    return next(iter(module._META["frames"].values()))["body"] if row["per_body"] else -1
+def body_of(module, d):
+    return next(iter(module._META["frames"].values()))["body"] if d.per_body else -1
 
 
 @pytest.mark.parametrize("key", ["panda", "solo12"])
@@ -36,17 +35,17 @@ def test_the_uniform_entry_gives_what_the_named_function_gives(bridge_modules, k
     module, _ = bridge_modules[key]
     ffi, lib, prefix = module._ffi, module._lib, f"rbdgen_{module._META['module']}_"
     rng = np.random.default_rng(0)
-    for name, row in module._META["functions"].items():
-        body, size = body_of(module, row), int(np.prod(row["shape"]))
-        lead = (body,) if row["per_body"] else ()
-        xs = inputs(row, rng)
+    for name, d in module._DESCRIPTIONS.items():
+        body, size = body_of(module, d), d.size
+        lead = (body,) if d.per_body else ()
+        xs = inputs(d, rng)
         expected, got = np.empty(size), np.empty(size)
         getattr(lib, prefix + name)(*lead, *[ffi.from_buffer("double[]", x) for x in xs],
                                     ffi.from_buffer("double[]", expected))
         getattr(lib, prefix + name + "_eval")(ffi.new("const double *[]", [ffi.from_buffer("double[]", x) for x in xs]),
                                               ffi.new("double *[]", [ffi.from_buffer("double[]", got)]), body)
         np.testing.assert_array_equal(got, expected, err_msg=f"{key} {name}_eval")
-        batch = inputs(row, rng, 5)
+        batch = inputs(d, rng, 5)
         expected, got = np.empty((5, size)), np.empty((5, size))
         getattr(lib, prefix + name + "_batch")(5, 1, *lead, *[ffi.from_buffer("double[]", x) for x in batch],
                                                ffi.from_buffer("double[]", expected))
@@ -62,15 +61,15 @@ def test_the_c_answers_each_functions_inputs_and_outputs(bridge_modules):
     lookup = getattr(library, f"rbdgen_{module._META['module']}_function")
     lookup.restype, lookup.argtypes = ctypes.POINTER(FunctionInfo), [ctypes.c_char_p]
     assert not lookup(b"no_such_function")
-    for name, row in module._META["functions"].items():
+    for name, d in module._DESCRIPTIONS.items():
         info = lookup(name.encode()).contents
         assert info.name.decode() == name
         assert [(info.name_in[i].decode(), info.size_in[i]) for i in range(info.n_in)] == \
-            [(n, s) for n, s in row["inputs"]], name
-        assert [info.shared_in[i] for i in range(info.n_in)] == [int(n in row["shared"]) for n, _ in row["inputs"]], name
+            [(port.name, port.size) for port in d.inputs], name
+        assert [info.shared_in[i] for i in range(info.n_in)] == [int(port.shared) for port in d.inputs], name
         defaults = [info.default_in[i] for i in range(info.n_in)]
-        assert [None if np.isnan(d) else d for d in defaults] == [row["defaults"].get(n) for n, _ in row["inputs"]], name
-        assert (info.n_out, info.size_out[0], info.per_body) == (1, int(np.prod(row["shape"])), int(row["per_body"]))
+        assert [None if np.isnan(x) else x for x in defaults] == [port.default for port in d.inputs], name
+        assert (info.n_out, info.size_out[0], info.per_body) == (1, d.size, int(d.per_body))
         cname = f"rbdgen_{module._META['module']}_{name}"
         assert info.eval == ctypes.cast(getattr(library, cname + "_eval"), ctypes.c_void_p).value
         assert info.eval_batch == ctypes.cast(getattr(library, cname + "_eval_batch"), ctypes.c_void_p).value

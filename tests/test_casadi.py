@@ -51,11 +51,11 @@ def test_values_of_every_function(modules, key):
     module, model = modules[key]
     x = bridge_inputs(model, 3)
     checked = 0
-    for name, row in module._META["functions"].items():
-        if row["per_body"] or row["declared"]:
+    for name, d in module._DESCRIPTIONS.items():
+        if d.per_body or d.declared:
             continue
         f = module.casadi(name)
-        names = [n for n, _ in row["inputs"] if n != "damping"]   # the contacts held rigidly
+        names = [n for n in d.names if n != "damping"]   # the contacts held rigidly
         assert f.name_in() == names
         args = [x[n] for n in names]
         ours = getattr(module, name)(*args)
@@ -68,7 +68,7 @@ def test_values_of_every_function(modules, key):
             scale = max(1.0, float(np.abs(want).max(initial=0.0)))
             assert np.abs(as_module(g, want) - want).max() <= REL_TOL * scale, name
         checked += 1
-    assert checked == sum(not (row["per_body"] or row["declared"]) for row in module._META["functions"].values())
+    assert checked == sum(not (d.per_body or d.declared) for d in module._DESCRIPTIONS.values())
 
 
 @pytest.mark.parametrize("key", ["ur5", "panda"])
@@ -100,11 +100,9 @@ def test_jacobian_from_generated_derivatives(modules, key, name):
 def frame_functions(module):
     """(public name, reference or None) of every function of a frame the module built."""
     found = []
-    for name, row in module._META["functions"].items():
-        if not row["per_body"]:
-            continue
-        reference = next((r for r in ("local_world_aligned", "world", "local") if name.endswith("_" + r)), None)
-        found.append((name[:-len(reference) - 1] if reference else name, reference))
+    for d in module._DESCRIPTIONS.values():
+        if d.per_body:
+            found.append((d.family, d.reference))
     return found
 
 
@@ -125,14 +123,13 @@ def test_values_of_frame_and_contact_functions(modules, key):
     cases = []
     for frame in module.frames[-2:]:
         for name, reference in frame_functions(module):
-            states = [n for n, _ in module._META["functions"][name + (f"_{reference}" if reference else "")]["inputs"]
-                      if n != "placement"]
+            states = [port.name for port in module._DESCRIPTIONS[name + (f"_{reference}" if reference else "")].states]
             given = {"reference": reference} if reference else {}
             ours = getattr(module, name)(*[x[n] for n in states], frame, **given)
             cases.append((module.casadi(name, frame=frame, **given), [x[n] for n in states], ours))
-    for name, row in module._META["functions"].items():
-        if row["declared"] and name != "contact_dynamics_derivatives":
-            states = [n for n, _ in row["inputs"] if n != "damping"]
+    for name, d in module._DESCRIPTIONS.items():
+        if d.declared and name != "contact_dynamics_derivatives":
+            states = [n for n in d.names if n != "damping"]
             given = {"restitution": x["restitution"]} if "restitution" in states else {}
             ours = getattr(module, name)(*[x[n] for n in states if n != "restitution"], **given)
             cases.append((module.casadi(name), [x[n] for n in states], ours))

@@ -123,7 +123,7 @@ def test_build_with_frames_and_contacts(tmp_path):
     qdd, lam = module.contact_dynamics(q, v, tau, damping=1e-3)
     model = rbdgen.load_urdf(urdf)
     contacts = constrained.parse_contacts(model, module.contacts)
-    want = constrained.contact_dynamics(model, OPS, contacts, q, v, tau, [1e-3])
+    want = constrained.contact_dynamics(model, OPS, contacts, q, v, tau, damping=[1e-3])
     assert np.allclose(np.concatenate([qdd, lam]), np.array(want[:7], dtype=float), rtol=1e-10, atol=1e-10)
     result = run_cli("build", urdf, "-o", out, "--contact", "hnd:3d")
     assert_user_error(result.returncode, result.stderr, "unknown frame 'hnd'", "did you mean 'hand'")

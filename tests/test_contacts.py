@@ -67,18 +67,20 @@ def tree_contacts(model):
                                 [f"{f}:3d@0.1,0,0" for f in frames[2:]])
 
 
-def run(function, model, *args):
-    return np.array(function(model, OPS, *[list(a) if isinstance(a, np.ndarray) else a for a in args]), dtype=float)
+def run(function, model, *args, **keywords):
+    listed = lambda a: list(a) if isinstance(a, np.ndarray) else a
+    return np.array(function(model, OPS, *map(listed, args), **{k: listed(a) for k, a in keywords.items()}),
+                    dtype=float)
 
 
 def solve(model, contacts, q, v, tau, damping=0.0):
-    out = run(constrained.contact_dynamics, model, contacts, q, v, tau, [damping])
+    out = run(constrained.contact_dynamics, model, contacts, q, v, tau, damping=[damping])
     m = sum(c.rows for c in contacts)
     return out[:model.nv], out[model.nv:model.nv + m], out[model.nv + m:]
 
 
 def impact(model, contacts, q, v, e, damping=0.0):
-    out = run(constrained.impulse_dynamics, model, contacts, q, v, [e], [damping])
+    out = run(constrained.impulse_dynamics, model, contacts, q, v, restitution=[e], damping=[damping])
     m = sum(c.rows for c in contacts)
     return out[:model.nv], out[model.nv:model.nv + m]
 

@@ -108,7 +108,7 @@ def test_an_error_names_the_row_of_the_whole_batch(ur5):
 
 
 def test_renumbered_shifts_every_format_of_the_modules_messages():
-    """The formats of rbdgen/bindings/arguments.py and rbdgen/algorithms/contact.py, shifted by
+    """The formats of rbdgen/bindings/arguments.py and rbdgen/bindings/contact.py, shifted by
     the chunk's first row; one state's chunk gets the state first; other errors are left alone."""
     assert _renumbered("state 17 of the batch: parameter m is nan", 700, 100, B) == \
         "state 717 of the batch: parameter m is nan"

@@ -145,7 +145,7 @@ def test_damped_contact_derivatives_are_finite_differences(contacts):
     rows = model.nv + sum(c.rows for c in declared)
 
     def dynamics(q_, v_, tau_):
-        out = constrained.contact_dynamics(model, OPS, declared, list(q_), list(v_), list(tau_), [0.05])
+        out = constrained.contact_dynamics(model, OPS, declared, list(q_), list(v_), list(tau_), damping=[0.05])
         return np.array(out[:rows], dtype=float)
 
     along_q = functools.partial(_central, step=model.nv, move=lambda x, e: integrate(model, x, e))
@@ -173,7 +173,7 @@ def test_factored_contact_derivatives_are_the_reference(damping):
     q, v, _ = random_state(model, rng)
     tau = rng.normal(size=model.nv)
     blocks = derivatives.contact_dynamics_derivatives_factored(model, OPS, declared, list(q), list(v), list(tau),
-                                                               [damping])
+                                                               damping=[damping])
     flat = np.concatenate([np.array(block, dtype=float).ravel() for block in blocks])[None]
     contact_derivatives_factored(declared, rows).solve(model).apply(flat)
     sizes = [n * n] * 3 + [rows * n] * 3

@@ -15,6 +15,7 @@ import pytest
 import rbdgen
 from rbdgen.algorithms import constrained
 from rbdgen.model.parameters import with_parameters
+from rbdgen.table import description
 from rbdgen.table import functions as fn_table
 from rbdgen.codegen.cprinter import c_string
 from rbdgen.errors import BuildError
@@ -71,7 +72,8 @@ class Export:
         self.body = placement.body
 
     def functions(self):
-        return [(name, f) for name, f in self.meta["functions"].items()]
+        """(name, description) of every function the export's model.json describes."""
+        return list(description.read(self.meta["functions"]).items())
 
     def driver(self):
         """A C program (also valid C++) that calls every function on the states of inputs.bin,
@@ -86,31 +88,31 @@ class Export:
                  "        return 2;",
                  f"    if (rbdgen_{m}_frame({c_string(self.frame)}, &body, placement) < 0 || body != {self.body})",
                  "        return 5;"]
-        for name, f in self.functions():
-            per_body = f["bodies"] is not None
-            size = int(np.prod(f["shape"]))
-            args = [(a, s) for a, s in f["inputs"] if a != "placement"]
+        for name, d in self.functions():
+            size = d.size
+            args = [(port.name, port.size) for port in d.inputs if port.role != description.PLACEMENT]
             lines.append(f"    {{   /* {name} */")
             for a, s in args:
                 lines.append(f"        static double {a}[{s}], {a}_n[{STATES * s}];")
             lines.append(f"        static double o[{size}], o_n[{STATES * size}];")
-            call = ", ".join(a if a != "placement" else "placement" for a, _ in f["inputs"])
-            lead = "body, " if per_body else ""
+            call = ", ".join(d.names)
+            lead = "body, " if d.per_body else ""
             lines.append(f"        for (int k = 0; k < {STATES}; ++k) {{")
             lines += [f"            take({a}, {s});" for a, s in args]
             lines.append(f"            rbdgen_{m}_{name}({lead}{call}, o);")
             lines.append(f"            give(o, {size});")
             lines.append("        }")
-            for a, s in args:
-                count = s if a in fn_table_shared() else STATES * s
-                lines.append(f"        take({a}_n, {count});")
-            batch_call = ", ".join("placement" if a == "placement" else f"{a}_n, 0" if a in fn_table_broadcast()
-                                   else f"{a}_n" for a, _ in f["inputs"])
+            for port in d.inputs:
+                if port.role != description.PLACEMENT:
+                    count = port.size if port.shared else STATES * port.size
+                    lines.append(f"        take({port.name}_n, {count});")
+            batch_call = ", ".join(port.name if port.role == description.PLACEMENT else f"{port.name}_n, 0" if port.broadcast
+                                   else f"{port.name}_n" for port in d.inputs)
             lines.append(f"        rbdgen_{m}_{name}_batch({STATES}, 2, {lead}{batch_call}, o_n);")
             lines.append(f"        give(o_n, {STATES * size});")
-            if any(a in fn_table_broadcast() for a, _ in f["inputs"]):   # the last state's params for all
-                one_set = ", ".join("placement" if a == "placement" else f"{a}, 1" if a in fn_table_broadcast()
-                                    else f"{a}_n" for a, _ in f["inputs"])
+            if any(port.broadcast for port in d.inputs):   # the last state's params for all
+                one_set = ", ".join(port.name if port.role == description.PLACEMENT else f"{port.name}, 1" if port.broadcast
+                                    else f"{port.name}_n" for port in d.inputs)
                 lines.append(f"        rbdgen_{m}_{name}_batch({STATES}, 2, {lead}{one_set}, o_n);")
                 lines.append(f"        give(o_n, {STATES * size});")
             lines.append("    }")
@@ -119,18 +121,18 @@ class Export:
 
     def write_inputs(self, path):
         chunks = []
-        for _, f in self.functions():
-            args = [a for a, _ in f["inputs"] if a != "placement"]
-            chunks += [self.inputs[a][k] for k in range(STATES) for a in args]
-            chunks += [self.inputs[a][0] if a in fn_table_shared() else self.inputs[a].ravel() for a in args]
+        for _, d in self.functions():
+            ports = [port for port in d.inputs if port.role != description.PLACEMENT]
+            chunks += [self.inputs[port.name][k] for k in range(STATES) for port in ports]
+            chunks += [self.inputs[port.name][0] if port.shared else self.inputs[port.name].ravel() for port in ports]
         np.concatenate(chunks).astype(np.float64).tofile(path)
 
     def check_outputs(self, path, what):
         got = np.fromfile(path, dtype=np.float64)
         offset = 0
-        for name, f in self.functions():
+        for name, d in self.functions():
             spec = fn_table.lookup(name, self.contacts)
-            size = int(np.prod(f["shape"]))
+            size = d.size
             inputs = {a: self.inputs[a] for a in spec.arguments(self.model)}
             expected = {label: double_values(self.model, spec, inputs, self.body if spec.per_body else None)
                         .reshape(STATES, size) for label in ("single", "batch")}
@@ -151,16 +153,6 @@ class Export:
         self.write_inputs(inputs)
         run([executable, inputs, outputs], env=env)
         self.check_outputs(outputs, what)
-
-
-def fn_table_shared():
-    from rbdgen.table.inputs import INPUTS
-    return [name for name, row in INPUTS.items() if row.shared]
-
-
-def fn_table_broadcast():
-    from rbdgen.table.inputs import INPUTS
-    return [name for name, row in INPUTS.items() if row.broadcast]
 
 
 @pytest.fixture(scope="module")

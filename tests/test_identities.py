@@ -198,7 +198,7 @@ def test_body_accelerations_are_velocity_derivatives(case):
     model, _, (q, v, a) = state_for(case)
     kin = kinematics_alg.joint_kinematics(model, OPS, list(q), list(v))
     vel = kinematics_alg.body_velocities(model, OPS, kin, list(v))
-    acc = kinematics_alg.body_accelerations(model, OPS, kin, vel, list(v), list(a), Motion())
+    acc = kinematics_alg.body_accelerations(model, OPS, kin, vel, list(v), list(a), a_root=Motion())
     for i, name in enumerate(model.body_names):
         def body_velocity(t):
             return ref.frame_jacobian(model, integrate(model, q, t * v), name, "local") @ (v + t * a)

@@ -43,12 +43,12 @@ def close(got, want, tol=REL_TOL, what=""):
 def test_values_of_every_function(bridge_modules, key):
     module, model = bridge_modules[key]
     x = bridge_inputs(model, 3)
-    for name, row in module._META["functions"].items():
-        if row["per_body"]:
+    for name, d in module._DESCRIPTIONS.items():
+        if d.per_body:
             continue
-        args = [x[n] for n, _ in row["inputs"]]
-        if row["declared"]:     # the public function takes contacts first, then these by keyword
-            keywords = {n: x[n] for n, _ in row["inputs"] if n in ("restitution", "damping")}
+        args = [x[n] for n in d.names]
+        if d.declared:     # the public function takes contacts first, then these by keyword
+            keywords = {n: x[n] for n in d.names if n in ("restitution", "damping")}
             ours = getattr(module, name)(*args[:len(args) - len(keywords)], **keywords)
         else:
             ours = getattr(module, name)(*args)

@@ -37,11 +37,11 @@ def batch_inputs(model, names, count):
 def test_batch_equals_single_calls(bridge_modules, key):
     module, model = bridge_modules[key]
     checked = 0
-    for name, row in module._META["functions"].items():
-        if row["per_body"]:
+    for name, d in module._DESCRIPTIONS.items():
+        if d.per_body:
             continue
-        names = [n for n, _ in row["inputs"]]
-        function = getattr(module, ("_declared_" if row["declared"] else "") + name)
+        names = list(d.names)
+        function = getattr(module, ("_declared_" if d.declared else "") + name)
         args = batch_inputs(model, names, BATCH)
         batch = function(*args, threads=1)
         batch = np.concatenate([np.reshape(p, (BATCH, -1)) for p in batch], axis=1) if isinstance(batch, tuple) \
@@ -99,10 +99,10 @@ def test_batch_entry_point_returns_what_the_python_function_does(bridge_modules,
     numbers; with out=, the results are written into it."""
     module, model = bridge_modules[key]
     checked = 0
-    for name, row in module._META["functions"].items():
-        if row["per_body"] or row["declared"]:
+    for name, d in module._DESCRIPTIONS.items():
+        if d.per_body or d.declared:
             continue
-        names = [n for n, _ in row["inputs"]]
+        names = list(d.names)
         args = batch_inputs(model, names, BATCH)
         python = module._TABLE[name](None, tuple(args), None, 1)
         c = python_calls_in(lambda: getattr(module, name)(*args, out=None, threads=1))
@@ -126,7 +126,7 @@ def test_a_batch_beyond_the_cache_streams_the_same_numbers(bridge_modules):
     states equals the same batch in chunks of 1 000, written by ordinary stores, bit for bit; so
     does the batch into an out= 8 bytes further (the other four starts)."""
     module, model = bridge_modules["panda"]
-    count, size = 13000, int(np.prod(module._META["functions"]["rnea_derivatives"]["shape"]))
+    count, size = 13000, module._DESCRIPTIONS["rnea_derivatives"].size
     assert count * size * 8 > 16 << 20 and size * 8 % 64 == 16
     q, v, a = (np.resize(x, (count, x.shape[1])) for x in batch_inputs(model, ["q", "v", "a"], BATCH))
     streamed = module.rnea_derivatives(q, v, a, threads=1)

@@ -10,7 +10,7 @@ from .kinematics import gravity_acceleration, joint_kinematics, joint_slices
 from .linalg import matvec, symmetric_inverse, symmetric_solve
 
 
-def aba(model, ops, q, v, tau, f_ext=None, gravity=True):
+def aba(model, ops, q, v, tau, f_ext=None, *, gravity=True):
     """Forward dynamics; with gravity=False and v = 0 this is M^-1 tau (minv_times)."""
     check_invertible(model)
     kin = joint_kinematics(model, ops, q, v)

@@ -64,7 +64,7 @@ def constraint_rows(model, ops, contacts, q):
     """G: the contacts' rows of their frame Jacobians in frame axes (m x nv)."""
     G = []
     for c in contacts:
-        J = mimic.frame_jacobian_of_body(model, ops, c.body, list(c.placement), q, "local")
+        J = mimic.frame_jacobian_of_body(model, ops, (c.body, list(c.placement)), q, reference="local")
         G += _select(c, J)
     return G
 
@@ -78,7 +78,8 @@ def contact_accelerations(model, ops, contacts, q, v, a):
     """G a - gamma: the contacts' rows of their frames' accelerations at (q, v, a)."""
     accelerations = []
     for c in contacts:
-        accelerations += _select(c, mimic.frame_acceleration(model, ops, c.body, list(c.placement), q, v, a, "local",
+        accelerations += _select(c, mimic.frame_acceleration(model, ops, (c.body, list(c.placement)), q, v, a,
+                                                            reference="local",
                                                             classical=c.kind != "6d"))
     return accelerations
 
@@ -184,7 +185,7 @@ def ldl_solve(ops, A, b):
     return x, d
 
 
-def contact_dynamics(model, ops, contacts, q, v, tau, damping):
+def contact_dynamics(model, ops, contacts, q, v, tau, *, damping):
     """RBDL paper eq. (7), seed 000: [q-ddot (nv), lambda (m), pivots of K + damping (m)] with
     M q-ddot = tau - nle + G^T lambda and G q-ddot = gamma.
 
@@ -207,7 +208,7 @@ def kkt_solve(ops, space, damping, free, gamma):
     return qdd, lam, pivots
 
 
-def impulse_dynamics(model, ops, contacts, q, v_minus, restitution, damping):
+def impulse_dynamics(model, ops, contacts, q, v_minus, *, restitution, damping):
     """RBDL paper eq. (10), seed 000: [v+ (nv), impulses (m), pivots (m)] with v+ = v- + M^-1 G^T Lambda
     and G v+ = -restitution G v-."""
     G, _, K, factor = contact_space(model, ops, contacts, q)

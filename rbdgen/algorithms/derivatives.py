@@ -237,13 +237,13 @@ def _flatten(value):
     return [value]
 
 
-def frame_jacobian_time_variation(model, ops, body, placement, q, v, reference):
+def frame_jacobian_time_variation(model, ops, frame, q, v, *, reference):
     """dJ/dt of the frame's Jacobian in `reference` as q moves along v (Pinocchio's
     getFrameJacobianTimeVariation): J's derivative in the one direction v, by forward mode.
     J-dot v is the frame's acceleration at q-ddot = 0: spatial in local and world, classical
     (of the origin) in local_world_aligned."""
     moving = seed_along(model, ops, q, v)
-    J = mimic.frame_jacobian_of_body(model, DualOps(ops), body, placement, moving, reference)
+    J = mimic.frame_jacobian_of_body(model, DualOps(ops), frame, moving, reference=reference)
     return [[x.d.get(0, 0) if isinstance(x, Dual) else 0 for x in row] for row in J]
 
 
@@ -262,7 +262,7 @@ def gravity_derivatives(model, ops, q):
     return derivatives_of(model, ops, mimic.gravity, [("q", q)], ("q",))[0]
 
 
-def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
+def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, *, damping):
     """[ddq_dq, ddq_dv, ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau] of contact_dynamics with
     the declared contacts (Pinocchio's computeConstraintDynamicsDerivatives).
 
@@ -280,7 +280,7 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     gamma = constrained.constraint_drift(model, ops, contacts, q, v)
     qdd, lam, _ = constrained.kkt_solve(ops, space, damping, free, gamma)
     qdd, lam = ops.let("qdd", 0, qdd), ops.let("lam", 0, lam)
-    blocks = kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam)
+    blocks = kkt_residual_derivatives(model, ops, contacts, q, v, qdd=qdd, lam=lam)
     rows = len(lam)
     columns = [[([-B[r][c] for r in range(n)], [-B[n + r][c] for r in range(rows)]) for c in range(n)] for B in blocks]
     columns.append([([1 if r == c else 0 for r in range(n)], [0] * rows) for c in range(n)])
@@ -292,7 +292,7 @@ def contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping):
     return out_qdd + out_lam
 
 
-def kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam):
+def kkt_residual_derivatives(model, ops, contacts, q, v, *, qdd, lam):
     """d/dq and d/dv of the contact dynamics' residuals [rnea(q, v, q-ddot) - G^T lambda;
     G q-ddot - gamma] with q-ddot and lambda held: rnea with the multipliers as forces on the
     bodies, and the contacts' accelerations. G itself is never differentiated: forward mode
@@ -329,7 +329,7 @@ def kkt_factors(ops, M, G, damping, lam):
     return ltdl(ops, K, parents), parents
 
 
-def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, damping):
+def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, *, damping):
     """contact_dynamics_derivatives without its solves: the right-hand sides of the KKT system
     for d/dq and d/dv, and in the d/dtau blocks the packed factors of the KKT matrix
     (kkt_parents); its L^T D L solves every column after the program, in loops
@@ -350,7 +350,7 @@ def contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, dampi
     lam = [ops.let("lam", 0, x) for x in solution[:rows]]
     qdd = [ops.let("qdd", 0, x) for x in solution[rows:]]
 
-    dq, dv = kkt_residual_derivatives(model, ops, contacts, q, v, qdd, lam)
+    dq, dv = kkt_residual_derivatives(model, ops, contacts, q, v, qdd=qdd, lam=lam)
     packed = packed_factors(ops, K, parents, (n + rows) * n)
     square = [packed[r * n:(r + 1) * n] for r in range(n)]
     below = [packed[n * n + r * n:n * n + (r + 1) * n] for r in range(rows)]

@@ -43,7 +43,7 @@ class PathKinematics:
     path gives: the body's placement X_0b, its velocity and acceleration (body coordinates,
     no gravity), and each joint's axes in world coordinates (Jacobian columns)."""
 
-    def __init__(self, model, ops, body, q, v=None, a=None, axes=False):
+    def __init__(self, model, ops, body, q, v=None, a=None, *, axes=False):
         self.body = body
         self.path = model.support(body) if body >= 0 else []
         qs = joint_slices(model, q, "q")
@@ -84,12 +84,14 @@ def _rows(m):
 
 # ----------------------------------------------------------------- the functions ----------
 
-def frame_placement(model, ops, body, placement, q):
-    """(R, p) of the frame as 12 numbers: R row-major (frame -> world axes), then the origin.
+def frame_placement(model, ops, frame, q):
+    """(R, p) of the frame (body, placement on it) as 12 numbers: R row-major (frame -> world
+    axes), then the origin.
 
     Only the product X_bf X_up[b] ... X_up[root] is needed, not the placements of the bodies on
     the way, so it is multiplied pairwise: the chain of dependent products is log2(depth) long
     instead of depth (the same operations; a short function like this one is bound by latency)."""
+    body, placement = frame
     qs = joint_slices(model, q, "q")
     path = model.support(body) if body >= 0 else []
     factors = [joint_kinematics_of(model, ops, i, qs[i]).X_up for i in path] + [placement_from_entries(placement)]
@@ -100,8 +102,9 @@ def frame_placement(model, ops, body, placement, q):
     return [x for row in R for x in row] + p
 
 
-def frame_jacobian(model, ops, body, placement, q, reference):
+def frame_jacobian(model, ops, frame, q, *, reference):
     """6 x nv, J v = the frame's velocity in `reference`; zero outside the body's path."""
+    body, placement = frame
     check_reference(reference)
     X_bf = placement_from_entries(placement)
     path = PathKinematics(model, ops, body, q, axes=True)
@@ -123,8 +126,9 @@ def frame_jacobian(model, ops, body, placement, q, reference):
     return J
 
 
-def frame_velocity(model, ops, body, placement, q, v, reference):
+def frame_velocity(model, ops, frame, q, v, *, reference):
     """The frame's spatial velocity in `reference`, rows [linear; angular]."""
+    body, placement = frame
     check_reference(reference)
     X_bf = placement_from_entries(placement)
     path = PathKinematics(model, ops, body, q, v)
@@ -132,9 +136,10 @@ def frame_velocity(model, ops, body, placement, q, v, reference):
     return _rows(express(path.velocity, X_bf, path, X_0f, reference))
 
 
-def frame_acceleration(model, ops, body, placement, q, v, a, reference, classical=False):
+def frame_acceleration(model, ops, frame, q, v, a, *, reference, classical=False):
     """The frame's spatial acceleration (no gravity) in `reference`; with classical=True the
     classical acceleration of its origin (spatial + w x v in the same reference)."""
+    body, placement = frame
     check_reference(reference)
     X_bf = placement_from_entries(placement)
     path = PathKinematics(model, ops, body, q, v, a)

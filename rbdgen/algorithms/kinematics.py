@@ -91,7 +91,7 @@ def body_velocities(model, ops, kin, v):
     return velocities
 
 
-def body_accelerations(model, ops, kin, velocities, v, a, a_root):
+def body_accelerations(model, ops, kin, velocities, v, a, *, a_root):
     """a_i = X_up a_parent + S_i a_i + c_J + v_i x (S_i v_i) (RBDL paper Alg. 1's forward pass,
     seed 000)."""
     vs, as_ = joint_slices(model, v, "v"), joint_slices(model, a, "v")
@@ -128,7 +128,7 @@ def tree_motion(model, ops, q, v, a):
     kin = joint_kinematics(tree, ops, q_full, v_full)
     velocities = body_velocities(tree, ops, kin, v_full)
     return tree, kin, velocities, body_accelerations(tree, ops, kin, velocities, v_full, a_full,
-                                                     gravity_acceleration(tree))
+                                                     a_root=gravity_acceleration(tree))
 
 
 def body_motion(model, ops, q, v, a):
@@ -136,7 +136,7 @@ def body_motion(model, ops, q, v, a):
     [w, v_O, w-dot, a_O]: what point velocities and accelerations are made of."""
     kin = joint_kinematics(model, ops, q, v)
     velocities = body_velocities(model, ops, kin, v)
-    accelerations = body_accelerations(model, ops, kin, velocities, v, a, Motion())
+    accelerations = body_accelerations(model, ops, kin, velocities, v, a, a_root=Motion())
     return [list(vel.entries() + acc.entries()) for vel, acc in zip(velocities, accelerations)]
 
 

@@ -169,23 +169,23 @@ def frame_jacobian(model, ops, q, frame, reference="local_world_aligned"):
     return mimic.reduce_columns(model, _jacobians.frame_jacobian(model.full, ops, _q(model, q), frame, reference))
 
 
-def frame_placement(model, ops, body, placement, q):
-    return _frames.frame_placement(model.full, ops, body, placement, _q(model, q))
+def frame_placement(model, ops, frame, q):
+    return _frames.frame_placement(model.full, ops, frame, _q(model, q))
 
 
-def frame_jacobian_of_body(model, ops, body, placement, q, reference):
-    """The Jacobian of the frame at `placement` on `body`: J_full P."""
-    return mimic.reduce_columns(model, _frames.frame_jacobian(model.full, ops, body, placement, _q(model, q),
-                                                              reference))
+def frame_jacobian_of_body(model, ops, frame, q, *, reference):
+    """The Jacobian of the frame (body, placement on it): J_full P."""
+    return mimic.reduce_columns(model, _frames.frame_jacobian(model.full, ops, frame, _q(model, q),
+                                                              reference=reference))
 
 
-def frame_velocity(model, ops, body, placement, q, v, reference):
-    return _frames.frame_velocity(model.full, ops, body, placement, _q(model, q), _v(model, v), reference)
+def frame_velocity(model, ops, frame, q, v, *, reference):
+    return _frames.frame_velocity(model.full, ops, frame, _q(model, q), _v(model, v), reference=reference)
 
 
-def frame_acceleration(model, ops, body, placement, q, v, a, reference, classical=False):
-    return _frames.frame_acceleration(model.full, ops, body, placement, _q(model, q), _v(model, v), _v(model, a),
-                                      reference, classical)
+def frame_acceleration(model, ops, frame, q, v, a, *, reference, classical=False):
+    return _frames.frame_acceleration(model.full, ops, frame, _q(model, q), _v(model, v), _v(model, a),
+                                      reference=reference, classical=classical)
 
 
 def body_motion(model, ops, q, v, a):

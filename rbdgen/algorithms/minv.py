@@ -23,7 +23,8 @@ def minv(model, ops, q):
     kin = joint_kinematics(model, ops, q)
     _, U, Dinv, _ = articulated_inertias(model, ops, kin)
     return _impulse_passes(model, ops, [k.S for k in kin], U, Dinv,
-                           lambda i, f: kin[i].X_up.inv_apply_force(f), lambda i, m: kin[i].X_up.apply_motion(m))
+                           force_to_parent=lambda i, f: kin[i].X_up.inv_apply_force(f),
+                           motion_from_parent=lambda i, m: kin[i].X_up.apply_motion(m))
 
 
 def minv_in_fixed_frame(model, ops, q):
@@ -38,7 +39,7 @@ def minv_in_fixed_frame(model, ops, q):
     X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
     S = [ops.let("Sw", i, [X[i].inv_apply_motion(s) for s in k.S]) for i, k in enumerate(kin)]
     _, U, Dinv, _ = articulated_inertias(model, ops, kin, (X, S))
-    return _impulse_passes(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m)
+    return _impulse_passes(model, ops, S, U, Dinv, force_to_parent=lambda i, f: f, motion_from_parent=lambda i, m: m)
 
 
 def minv_across_branches(model, ops, q):
@@ -47,8 +48,9 @@ def minv_across_branches(model, ops, q):
     check_invertible(model)
     kin = joint_kinematics(model, ops, q)
     _, U, Dinv, _ = articulated_inertias(model, ops, kin)
-    return _impulse_passes(model, ops, [k.S for k in kin], U, Dinv, lambda i, f: kin[i].X_up.inv_apply_force(f),
-                           lambda i, m: kin[i].X_up.apply_motion(m), across=True)
+    return _impulse_passes(model, ops, [k.S for k in kin], U, Dinv,
+                           force_to_parent=lambda i, f: kin[i].X_up.inv_apply_force(f),
+                           motion_from_parent=lambda i, m: kin[i].X_up.apply_motion(m), across=True)
 
 
 def minv_across_branches_in_fixed_frame(model, ops, q):
@@ -58,7 +60,8 @@ def minv_across_branches_in_fixed_frame(model, ops, q):
     X = root_frame_placements(model, ops, kin) or body_placements(model, ops, kin)
     S = [ops.let("Sw", i, [X[i].inv_apply_motion(s) for s in k.S]) for i, k in enumerate(kin)]
     _, U, Dinv, _ = articulated_inertias(model, ops, kin, (X, S))
-    return _impulse_passes(model, ops, S, U, Dinv, lambda i, f: f, lambda i, m: m, across=True)
+    return _impulse_passes(model, ops, S, U, Dinv, force_to_parent=lambda i, f: f, motion_from_parent=lambda i, m: m,
+                           across=True)
 
 
 def has_branches(model):
@@ -81,7 +84,7 @@ def _common_ancestor(model, i, j):
 
 
 
-def _impulse_passes(model, ops, S, U, Dinv, force_to_parent, motion_from_parent, across=False):
+def _impulse_passes(model, ops, S, U, Dinv, *, force_to_parent, motion_from_parent, across=False):
     """Drumwright's two passes (seed 001); `force_to_parent(i, f)` and `motion_from_parent(i, m)`
     carry a vector across joint i (identities when everything is in one frame).
 

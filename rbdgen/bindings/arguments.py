@@ -6,7 +6,7 @@ import os as _os
 
 import numpy as _np
 
-from . import _contact  # the same file as rbdgen/algorithms/contact.py
+from . import _contact  # the same file as rbdgen/bindings/contact.py
 from . import _physical  # the same file as rbdgen/model/physical.py
 
 _empty = _np.empty

@@ -27,12 +27,12 @@ def external(m, function, frame=None, reference=None):
         return _casadi.external(f"{m._META['module']}_{fname}_f{index}", m._ext.__file__)
     if frame is not None or reference is not None:
         raise ValueError(f"{function!r} is not a function of a frame: it takes no frame or reference")
-    spec = m._TABLE.get(function)
-    if spec is not None and spec.per_body:
-        raise ValueError(f"{function!r} is a function of a frame: module.casadi({spec.family!r}, frame=..."
-                         f"{', reference=...' if spec.reference else ''})")
-    if spec is None:
-        choices = sorted(n for n, s in m._TABLE.items() if not s.per_body) + sorted(m._FAMILIES)
+    d = m._DESCRIPTIONS.get(function)
+    if d is not None and d.per_body:
+        raise ValueError(f"{function!r} is a function of a frame: module.casadi({d.family!r}, frame=..."
+                         f"{', reference=...' if d.reference else ''})")
+    if d is None:
+        choices = sorted(n for n, d in m._DESCRIPTIONS.items() if not d.per_body) + sorted(m._FAMILIES)
         raise ValueError(f"{function!r} is not a function of this module; {m._contact.close_names(function, choices)}"
                          f"it has {', '.join(choices)}")
     return _casadi.external(f"{m._META['module']}_{function}", m._ext.__file__)

@@ -1,35 +1,16 @@
-"""JAX functions of a generated module (robot.jax(name)): the same file in every module (a copy
-of rbdgen/bindings/jax.py), imported only when robot.jax is called.
+"""JAX functions of a generated module (robot.jax(name); docs/jax.md): the same file in every
+module (a copy of rbdgen/bindings/jax.py), imported only when robot.jax is called.
 
-Each function calls the module's compiled C through the XLA FFI (jax.ffi.ffi_call on a handler
-in jax_ffi.c, compiled against the installed jaxlib on first use and kept beside the module):
-measured on Panda's rnea, a jitted call costs a few microseconds, where jax.pure_callback
-costs several times more, and under jax.vmap the handler runs the generated batch entry point
-over all states at once rather than a Python loop. The functions work under jax.jit and
-jax.vmap, and take leading batch dimensions of their own. Differentiation (jax.jvp, jax.grad,
-jax.jacfwd, jax.jacrev) uses rbdgen's generated derivatives through custom JVP rules, from
-the derivative functions the function table names for each function (model.json's
-`jacobians`, the same CasADi's Jacobians read):
-
-    rnea, nle, gravity    rnea_derivatives (or nle_ / gravity_derivatives), and crba for d/da
-    aba, fd_crba          aba_derivatives (d/dtau = M^-1)
-    contact_dynamics      contact_dynamics_derivatives (q, v and tau; not the damping)
-    f_ext of rnea, aba    the bodies' Jacobians (frame_jacobian, local_world_aligned), exact
-    frame_placement       frame_jacobian (local_world_aligned)
-    params (a module      rnea_parameter_derivatives (rnea, nle, gravity; rnea with f_ext
-      with parameters)    unless there are origin parameters), aba_parameter_derivatives
-                          (aba, fd_crba; not aba with f_ext)
-
-A module with parameters: every function takes params last (rnea and aba by keyword, after
-f_ext), nominal_params when left out (then a constant, not differentiated).
-Any other function, or one whose derivative function was not built, raises an error when
-differentiated, naming what to build. With a free-flyer or spherical joint, q has more
-coordinates than its tangent space: the generated derivatives are in the tangent space, which
-is not the derivative in q's coordinates, so differentiating with respect to q raises (with
-respect to v, a, tau and f_ext works); differentiate f(integrate(q0, dq)) at dq = 0 with
-the derivative functions themselves instead.
-
-Computes in float64 only: jax.config.update("jax_enable_x64", True) first.
+Each function calls the module's compiled C through the XLA FFI (a handler in jax_ffi.c,
+compiled against the installed jaxlib on first use and kept beside the module: far cheaper
+than jax.pure_callback), under jax.vmap the generated batch entry point. Its public functions
+take what the module's take (each description's parameters, overloads included), without
+out= and threads=; params left out is nominal_params, a constant. Differentiation uses the
+generated derivatives through custom JVP rules, from the derivative functions each
+description names (its `jacobians`, which CasADi reads too), the bodies' Jacobians for f_ext
+and frame_jacobian for frame_placement; any other function, one whose derivative function was
+not built, or q with quaternions (the derivatives are in the tangent space) raises, naming
+what to do. Float64 only: jax.config.update("jax_enable_x64", True) first.
 """
 
 import ctypes
@@ -97,29 +78,29 @@ class Bridge:
         the body first, as a Python int) returning what the module's function returns: a float,
         an array, or its parts, each a result of the FFI call of its own (slices of one result
         would cost XLA an operation each, slower than the call: docs/performance.md, JAX)."""
-        spec = self.m._TABLE[fname]
-        cname = f"rbdgen_{self.m._META['module']}_{fname}"   # its uniform entry, one type for all
-        kernel, batch = (self.address(getattr(self.m._lib, cname + suffix)) for suffix in ("_eval", "_eval_batch"))
-        shared = np.int64(sum(1 << k for k, s in enumerate(spec.shared) if s))
-        parts = spec.parts or ((0, int(np.prod(spec.shape)), () if spec.scalar else spec.shape),)
+        d = self.m._DESCRIPTIONS[fname]
+        kernel, batch = (self.address(getattr(self.m._lib, d.cname + suffix)) for suffix in ("_eval", "_eval_batch"))
+        shared = np.int64(sum(1 << k for k, port in enumerate(d.inputs) if port.shared))
+        parts = [(p.offset, p.stop, () if d.scalar else p.shape) for p in d.entry_parts]
         split = len(parts) > 1
-
-        defaults = dict(spec.defaults, **({"params": self.m.nominal_params} if "params" in spec.names else {}))
+        names = d.names
+        defaults = {port.name: port.default for port in d.inputs if port.default is not None}
+        defaults.update({port.name: self.m.nominal_params for port in d.inputs if port.broadcast})
 
         def call(*args):
             _require_x64()
-            body, args = (args[0], args[1:]) if spec.per_body else (-1, args)
-            missing = spec.names[len(args):]
-            if len(args) > len(spec.names) or any(n not in defaults for n in missing):
-                raise TypeError(f"{fname} takes ({', '.join(spec.names)}), got {len(args)} arguments")
+            body, args = (args[0], args[1:]) if d.per_body else (-1, args)
+            missing = names[len(args):]
+            if len(args) > len(names) or any(n not in defaults for n in missing):
+                raise TypeError(f"{fname} takes ({', '.join(names)}), got {len(args)} arguments")
             args = tuple(args) + tuple(defaults[n] for n in missing)
             xs = []
-            for x, name, size, is_shared in zip(args, spec.names, spec.sizes, spec.shared):
+            for x, port in zip(args, d.inputs):
                 x = jnp.asarray(x, dtype=jnp.float64)
-                if size == 1 and is_shared:
+                if port.size == 1 and port.shared:
                     x = x[..., None]
-                if x.ndim == 0 or x.shape[-1] != size:
-                    raise ValueError(f"{fname}: {name}: expected (..., {size}), got {x.shape}")
+                if x.ndim == 0 or x.shape[-1] != port.size:
+                    raise ValueError(f"{fname}: {port.name}: expected (..., {port.size}), got {x.shape}")
                 xs.append(x)
             lead = jnp.broadcast_shapes(*[x.shape[:-1] for x in xs])
             xs = [jnp.broadcast_to(x, lead + x.shape[-1:]) for x in xs]
@@ -131,7 +112,7 @@ class Bridge:
         return call
 
     def has(self, fname):
-        return fname in self.m._TABLE
+        return fname in self.m._DESCRIPTIONS
 
     # ---------------------------------------------------------------- public functions ---
 
@@ -143,10 +124,8 @@ class Bridge:
 
     def build(self, name, threads):
         m = self.m
-        if name in ("rnea", "aba") and self.has(name):
-            return self.with_forces(name, threads)
-        spec = m._TABLE.get(name)
-        if spec is not None and not spec.per_body:   # a function of states (the declared contacts' too)
+        d = m._DESCRIPTIONS.get(name)
+        if d is not None and not d.per_body:   # a function of states (the declared contacts' too)
             return self.of_states(name, threads)
         if name == "frame_placement" and self.has("frame_placement"):
             return self.frame_placement(threads)
@@ -160,43 +139,53 @@ class Bridge:
 
     def available(self):
         m = self.m
-        names = [n for n, s in m._TABLE.items() if not s.per_body]
-        names += [n for n in (*self.m._FAMILIES, *self.m._META["points"])
-                  if callable(getattr(m, n, None))]
+        names = [n for n, d in m._DESCRIPTIONS.items() if not d.per_body]
+        names += [n for n in (*m._FAMILIES, *m._META["points"]) if callable(getattr(m, n, None))]
         return sorted(set(names))
 
-    def of_states(self, name, threads):
-        spec = self.m._TABLE[name]
+    def differentiable(self, name, threads):
+        """name's C as a JAX function of its inputs in order, with its derivatives."""
+        d = self.m._DESCRIPTIONS[name]
         function = self.function(name, threads)
-        parts = self.m._META["functions"][name]["parts"]
-        if parts and parts[-1][3] == "pivots":
-            function = _checked_pivots(function, spec.names)
-        rule = self.rule(name)
-        return _taking_params(_differentiable(function, rule, spec.names, name, self.m), spec, name, self.m)
+        if d.pivots is not None:
+            function = _checked_pivots(function, d.names)
+        return _differentiable(function, self.rule(name), d.names, name, self.m)
 
-    def with_forces(self, name, threads):
-        """rnea(q, v, a, f_ext=None, params=None) and aba(q, v, tau, f_ext=None, params=None), as the
-        module's (params: a module with parameters; None: nominal_params)."""
-        m = self.m
-        plain = _differentiable(self.function(name, threads), self.rule(name), m._TABLE[name].names, name, m)
-        forced = None
-        if self.has(name + "_fext"):
-            forced = _differentiable(self.function(name + "_fext", threads), self.rule(name + "_fext"),
-                                     m._TABLE[name + "_fext"].names, name, m)
-        njoints = len(m.joint_names)
+    def of_states(self, name, threads):
+        """The public function of a function of states, as the module's (its description's
+        parameters; params None: nominal_params, then a constant), with its overloads (f_ext,
+        passive: table.description.Overload)."""
+        m, d = self.m, self.m._DESCRIPTIONS[name]
+        plain = self.differentiable(name, threads)
+        parameters = d.parameters()
+        names = [n for n, _ in parameters]
 
-        def public(q, v, x, f_ext=None, params=None):
-            params = _params(m, params)
-            if f_ext is None:
-                return plain(q, v, x, *params)
-            if forced is None:
-                raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
-            f = jnp.asarray(f_ext, dtype=jnp.float64)
-            if f.shape[-2:] != (njoints, 6):
-                raise ValueError(f"f_ext: expected (..., {njoints}, 6) (rows [force; torque] per joint), got {f.shape}")
-            return forced(q, v, x, f.reshape(f.shape[:-2] + (6 * njoints,)), *params)
-        public.__doc__ = getattr(m, name).__doc__
-        return public
+        def call(*values):
+            given = dict(zip(names, values))
+            chosen, function = d, plain
+            for overload in d.overloads:
+                value = given.pop(overload.keyword)
+                if (value is None) if overload.kind == m._description.FORCES else not value:
+                    continue
+                if not self.has(overload.function):
+                    raise ValueError(f"{overload.keyword}: this module was built without {overload.function}; "
+                                     "rebuild it with that function")
+                if overload.kind == m._description.ADDED:
+                    given[overload.input] = given[overload.input] + self.make(overload.function, threads)(
+                        *(given[n] for n in m._DESCRIPTIONS[overload.function].names))
+                else:   # FORCES: (..., nbodies, 6) rows [force; torque]
+                    chosen = m._DESCRIPTIONS[overload.function]
+                    rows = chosen.port(overload.input).size // 6
+                    f = jnp.asarray(value, dtype=jnp.float64)
+                    if f.shape[-2:] != (rows, 6):
+                        raise ValueError(f"{overload.keyword}: expected (..., {rows}, 6) (rows [force; torque] per "
+                                         f"joint), got {f.shape}")
+                    given[overload.input] = f.reshape(f.shape[:-2] + (6 * rows,))
+                    function = self.differentiable(overload.function, threads)
+            if "params" in given:
+                given["params"] = _params(m, given["params"])[0]
+            return function(*(given[n] for n in chosen.names))
+        return m._contact.public_function(name, parameters, call, d.public_doc, None)
 
     def frame_placement(self, threads):
         m = self.m
@@ -216,7 +205,7 @@ class Bridge:
         return _with_frame(placement, rule, m, "frame_placement")
 
     def frame_quantity(self, name, threads):
-        """A public function of a frame or a point (rbdgen.algorithms.contact: as the module's),
+        """A public function of a frame or a point (rbdgen.bindings.contact: as the module's),
         on the generated C through the FFI; not differentiable."""
         m = self.m
         if not callable(getattr(m, name, None)):
@@ -234,10 +223,9 @@ class Bridge:
         keywords = (("params", None),) if m.param_names else ()
         if name in m._META["points"]:
             return m._contact.point_function(name, m._META["points"][name], evaluate, keywords=keywords)
-        row = next(row for row in m._META["functions"].values() if row["family"] == name)
-        return m._contact.frame_function(name, [n for n, _ in row["inputs"] if n not in row["shared"] + row["broadcast"]],
-                                         row["default_reference"], row["family_doc"], evaluate, m._REFERENCES,
-                                         keywords=keywords)
+        d = next(d for d in m._DESCRIPTIONS.values() if d.family == name)
+        return m._contact.frame_function(name, [port.name for port in d.states], d.default_reference, d.family_doc,
+                                         evaluate, m._REFERENCES, keywords=keywords)
 
     # ---------------------------------------------------------------- derivatives ---
 
@@ -252,62 +240,60 @@ class Bridge:
         from the derivative functions the table names for it (its `jacobians`: the first choice
         whose functions were built), each called with this function's inputs by name (zero for
         an input it does not take: rnea_derivatives(q, v, 0) gives nle's)."""
-        if name in ("rnea_fext", "aba_fext"):
-            return _summed(self.forces_rule(name))
         m = self.m
-        choices = m._META["functions"][name]["jacobians"]
-        if not choices:
+        forced = {o.function: d.name for d in m._DESCRIPTIONS.values() for o in d.overloads
+                  if o.kind == m._description.FORCES}
+        if name in forced:
+            return _summed(self.forces_rule(forced[name]))
+        d = m._DESCRIPTIONS[name]
+        if not d.jacobians:
             return None
-        spec = m._TABLE[name]
         # a choice's blocks count for the inputs this function takes (params: with model
         # parameters); the parameters' derivative function is required when params is differentiated
-        choices = [{output: {x: block for x, block in blocks.items() if x in spec.names}
-                    for output, blocks in c.items()} for c in choices]
-        sources = lambda choice: [source for blocks in choice.values() for x, (source, *_) in blocks.items()
-                                  if x != "params"]
+        choices = [[block for block in c if block.input in d.names] for c in d.jacobians]
+        sources = lambda choice: [block.function for block in choice if block.input != "params"]
         # (else the first: each block is required when its input is differentiated, which then
         # says what to build)
         choice = next((c for c in choices if all(self.has(s) for s in sources(c))), choices[0])
-        outputs = list(choice)
-        single = outputs == [""]
+        outputs = list(dict.fromkeys(block.output for block in d.jacobians[0]))   # every choice's
+        blocks = {(block.output, block.input): block for block in choice}
 
         def rule(primals, tangents):
-            given = dict(zip(spec.names, primals))
+            given = dict(zip(d.names, primals))
             computed = {}
 
-            def block(source, part):
+            def value_of(source, part):
                 if source not in computed:
-                    s = m._TABLE[source]
-                    args = [given[x] if x in given else jnp.zeros(jnp.shape(primals[0])[:-1] + (n,))
-                            for x, n in zip(s.names, s.sizes)]
+                    s = m._DESCRIPTIONS[source]
+                    args = [given[x.name] if x.name in given else jnp.zeros(jnp.shape(primals[0])[:-1] + (x.size,))
+                            for x in s.inputs]
                     computed[source] = self.function(source)(*args)
                 value = computed[source]
                 if part is None:
                     return value
-                return value[[p[3] for p in m._META["functions"][source]["parts"]].index(part)]
+                return value[[p.name for p in m._DESCRIPTIONS[source].parts].index(part)]
 
             result = []
             for output in outputs:
                 terms = []
-                for x, t in zip(spec.names, tangents):
+                for x, t in zip(d.names, tangents):
                     if t is None:
                         continue
-                    if x not in choice[output]:
+                    block = blocks.get((output, x))
+                    if block is None:
                         raise ValueError(f"JAX: {name} has no derivative with respect to {x}")
-                    source, part, row, _ = choice[output][x]
-                    self.require(source, name)
-                    terms.append(jnp.einsum("...ij,...j->...i", block(source, part)[..., row:, :], t))
+                    self.require(block.function, name)
+                    terms.append(jnp.einsum("...ij,...j->...i", value_of(block.function, block.part)[..., block.row:, :], t))
                 result.append(sum(terms[1:], terms[0]) if terms else None)
-            return result[0] if single else tuple(result)
+            return result[0] if outputs == [None] else tuple(result)
         return rule
 
-    def forces_rule(self, name):
-        """rnea_fext and aba_fext: d/dv and d/da (d/dtau) as without forces; d/df_ext exact,
-        -sum_i J_i^T df_i for rnea (J_i body i's Jacobian in its own frame), M^-1 sum_i J_i^T df_i
-        for aba; d/dq depends on f_ext through the bodies' motion, which no generated function
-        gives: differentiating with respect to q raises."""
-        m = self.m
-        base = name[:-len("_fext")]
+    def forces_rule(self, base):
+        """The function that `base` (rnea, aba) calls with f_ext: d/dv and d/da (d/dtau) as
+        without forces; d/df_ext exact, -sum_i J_i^T df_i for rnea (J_i body i's Jacobian in its
+        own frame), M^-1 sum_i J_i^T df_i for aba; d/dq depends on f_ext through the bodies'
+        motion, which no generated function gives: differentiating with respect to q raises."""
+        m, name = self.m, f"{base} with f_ext"
         njoints = len(m.joint_names)
         mv = lambda D, t: jnp.einsum("...ij,...j->...i", D, t)
 
@@ -395,29 +381,6 @@ def _differentiable(function, rule, names, public, m):
     return wrapped
 
 
-def _taking_params(function, spec, public, m):
-    """function, which takes params last (a module with parameters), as the public function: params
-    positionally or by keyword, the defaults of the inputs before it, and nominal_params when
-    not given (then a constant: not differentiated)."""
-    names = list(spec.names)
-    if "params" not in names:
-        return function
-    k = names.index("params")
-
-    def with_params(*args, params=None):
-        if params is not None and len(args) > k:
-            raise TypeError(f"{public}: params given twice")
-        if len(args) <= k:
-            missing = [n for n in names[len(args):k] if n not in spec.defaults]
-            if missing:
-                raise TypeError(f"{public} takes ({', '.join(names)}), got {len(args)} arguments")
-            args = args + tuple(spec.defaults[n] for n in names[len(args):k]) + \
-                (m.nominal_params if params is None else params,)
-        return function(*args)
-    with_params.__doc__ = getattr(function, "__doc__", None)
-    return with_params
-
-
 def _checked_pivots(function, names):
     """A declared contacts' function without its last part, the pivots of G M^-1 G^T: where one is
     not clearly positive and damping is 0 (redundant contacts, where the module raises), the
@@ -439,8 +402,7 @@ def _refuse_derivative(function, public, m, per_body=False):
     wrapped = jax.custom_jvp(function, nondiff_argnums=(0,) if per_body else ())
 
     def jvp(*arguments):
-        differentiable = sorted(name for name, row in m._META["functions"].items() if row["jacobians"]
-                                and not row["per_body"])
+        differentiable = sorted(d.name for d in m._DESCRIPTIONS.values() if d.jacobians and not d.per_body)
         raise ValueError(f"JAX: rbdgen generates no derivative of {public}; differentiable are "
                          f"{', '.join(differentiable)} and frame_placement, when the derivative functions their "
                          "table rows name were built")

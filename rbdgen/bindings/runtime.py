@@ -22,7 +22,10 @@ import sys as _sys
 import numpy as _np
 
 from . import _arguments  # the same file as rbdgen/bindings/arguments.py
-from . import _contact  # the same file as rbdgen/algorithms/contact.py
+from . import _call_time  # the same file as rbdgen/bindings/call_time.py
+from . import _contact  # the same file as rbdgen/bindings/contact.py
+from . import _description  # the same file as rbdgen/table/description.py
+from . import _function  # the same file as rbdgen/bindings/function.py
 from . import _pickling  # the same file as rbdgen/bindings/pickling.py
 from . import _conventions  # the same file as rbdgen/model/conventions.py
 
@@ -60,125 +63,6 @@ _threads, _output, _settled = _arguments.threads, _arguments.output, _arguments.
 
 # ----------------------------------------------------------------- the generated functions ---
 
-class _Function:
-    """What calling one generated function needs, read from its row of model.json."""
-
-    def __init__(self, fname, row):
-        names = [name for name, _ in row["inputs"]]
-        if not (fname.isidentifier() and all(n.isidentifier() for n in names)):
-            raise ImportError(f"{_HERE}: model.json names a function or input that is not an identifier; "
-                              "rebuild the module with rbdgen build")
-        self.name, self.names, self.sizes = fname, names, [int(size) for _, size in row["inputs"]]
-        self.shared = [n in row["shared"] for n in names]   # one value for a whole batch
-        self.broadcast = [n in row["broadcast"] for n in names]   # per state, or one for a whole batch
-        self.solves = bool(row["solves"])
-        self.defaults = {n: float(value) for n, value in row["defaults"].items()}
-        self.family, self.reference = row["family"], row["reference"]
-        self.first = self.shared.index(False)
-        self.shape, self.scalar, self.per_body = tuple(row["shape"]), bool(row["scalar"]), bool(row["per_body"])
-        self.parts = tuple((start, stop, tuple(shape)) for start, stop, shape, _ in row["parts"]) or None
-        # a contact solve's pivots of G M^-1 G^T: its caller refuses redundant contacts by them
-        self.pivots = row["parts"][-1][0] if row["parts"] and row["parts"][-1][3] == "pivots" else None
-        cname = f"rbdgen_{_META['module']}_{fname}"
-        self.c, self.batch = getattr(_lib, cname), getattr(_lib, cname + "_batch")
-        self.public = ("_" + fname) if row["per_body"] else ("_declared_" + fname) if row["declared"] else fname
-        parts = ", ".join(p[3] for p in row["parts"])
-        self.doc = "\n".join([
-            row["doc"], ""] + ([
-                "For the frame at `placement` (12 numbers: E row-major, then r) on `body`, as _frame gives",
-                "them.", ""] if self.per_body else []) + [
-            "Returns " + ("a float" if self.scalar else f"the arrays {parts} (views of one array of shape "
-                          f"{self.shape})" if self.parts else f"an array of shape {self.shape}")
-            + f" ({row['operations']} operations in C{' at most' if self.per_body else ''}).",
-            f"With a batch ({names[self.first]} of shape (B, {self.sizes[self.first]})), each result gets a leading B, "
-            "computed in C on", "`threads` OpenMP threads (0: OMP_NUM_THREADS, else all cores).", ""])
-
-    def result(self, flat):
-        return float(flat[0]) if self.scalar else _parts(flat, self.parts) if self.parts else flat
-
-    def __call__(self, body, args, out, threads):
-        threads = _threads(threads)   # checked for one state too: a wrong count is a mistake there as well
-        lead = () if body is None else (body,)
-        checked = False
-        if self.broadcast[-1]:   # the model parameters: nominal for None, else checked
-            args = list(args)
-            checked = _PARAMETERS.take(args, self.solves)
-        # The common call (float64 vectors of the right size, no out=) goes straight to C: the
-        # buffer requests themselves refuse non-contiguous arrays (ValueError), lists (TypeError).
-        fast = False
-        try:
-            if out is None and all(x.shape == (n,) and x.dtype is _FLOAT for x, n in zip(args, self.sizes)):
-                out = _empty(self.shape)
-                self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, out))
-                fast = True
-        except (AttributeError, TypeError, ValueError):
-            out = None
-        if fast:
-            if self.solves:
-                self.finite(out.reshape(1, -1), args, checked)
-            return self.result(out)
-        # Every other call: batches, conversions, out=, and the errors for wrong arguments.
-        args = list(args)
-        for k, (name, n) in enumerate(zip(self.names, self.sizes)):
-            if self.shared[k]:
-                args[k] = _one_number(args[k], name) if n == 1 else _vector(args[k], n, name)
-        first = self.first
-        if _is_batch(args[first], self.sizes[first], self.names[first]):
-            count = _np.shape(args[first])[0]   # (a list of states, converted below)
-            c_args = []
-            for k, (name, n) in enumerate(zip(self.names, self.sizes)):
-                one = self.broadcast[k] and _np.ndim(args[k]) == 1   # one for every state (<name>_shared)
-                if one:
-                    args[k] = _vector(args[k], n, name)
-                elif not self.shared[k]:
-                    args[k] = _batch(args[k], n, name, None if k == first else count)
-                c_args += [_buf(_D, args[k])] + ([int(one)] if self.broadcast[k] else [])
-            out, target = _output(out, (count,) + (() if self.scalar else self.shape), tuple(args))
-            if count:
-                self.batch(count, threads, *lead, *c_args, _buf(_D, target))
-            if self.solves and count:
-                self.finite(target.reshape(count, -1), args, checked)
-            settled = _settled(out, target)
-            return _parts(settled, self.parts) if self.parts else settled
-        for k, (name, n) in enumerate(zip(self.names, self.sizes)):
-            if not self.shared[k]:
-                args[k] = _vector(args[k], n, name)
-        out, target = _output(out, self.shape, tuple(args))
-        self.c(*lead, *[_buf(_D, x) for x in args], _buf(_D, target))
-        if self.solves:
-            self.finite(target.reshape(1, -1), args, checked)
-        return self.result(_settled(out, target))
-
-    def finite(self, rows, args, params_given):
-        """ValueError naming the cause when a solve's result (rows, one per state) is not finite.
-        Contacts that are redundant at a state (its pivots not clearly positive) are the
-        caller's to name, by the pivots, unless an input is not finite or too large there."""
-        inputs = list(zip(self.names, args))
-        values = rows[:, :self.pivots] if self.pivots is not None else rows
-        bad = ~_np.isfinite(values).all(axis=-1)
-        if self.pivots is not None:
-            unclear = _contact.unclear_pivots(rows[:, self.pivots:])
-            if unclear.any():
-                _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, param_names)
-                return
-        if bad.any():
-            _arguments.solved(values, inputs, params_given, param_names)
-
-    def define(self, namespace):
-        """The public function, with its own signature (keywords by name, the defaults)."""
-        params = "".join(f"{n}={self.defaults[n]!r}, " if n in self.defaults else f"{n}=None, " if broadcast else f"{n}, "
-                         for n, broadcast in zip(self.names, self.broadcast))
-        body, lead = ("body", "body, ") if self.per_body else ("None", "")
-        arguments = "".join(f"{n}, " for n in self.names)
-        text = (f"def {self.public}({lead}{params}out=None, threads=0):\n"
-                f"    return _spec({body}, ({arguments}), out, threads)\n")
-        scope = {"_spec": self}
-        exec(text, scope)
-        function = scope[self.public]
-        function.__doc__, function.__module__ = self.doc, namespace["__name__"]
-        namespace[self.public] = function
-
-
 def check_params(params):
     """ValueError (one line naming the state of a batch, the link or payload and the parameter)
     unless `params` ((np,) or (B, np), in param_names' order) are finite and physical: masses
@@ -188,47 +72,18 @@ def check_params(params):
     _PARAMETERS.check(params, strict=True)
 
 
-_TABLE = {fname: _Function(fname, row) for fname, row in _META["functions"].items()}
+_DESCRIPTIONS = _description.read(_META["functions"])
+_CALL_KEYWORDS = _description.MODULE_KEYWORDS   # every public function's last keywords
+_FUNCTIONS = _function.Module(_HERE, _lib, _buf, _PARAMETERS, operation_counts, nq)
+_TABLE = _FUNCTIONS.table
+_TABLE.update({fname: _function.Function(_FUNCTIONS, d) for fname, d in _DESCRIPTIONS.items()})
 for _spec in _TABLE.values():
-    _spec.define(globals())
+    if _spec.description.overloads:
+        globals()[_spec.name] = _function.Overloaded(_spec, __name__).define
+    else:
+        _spec.define(globals())
 del _spec
 _NAMES = set(_TABLE)
-
-
-def _parts(flat, parts):
-    """The arrays a flat result holds: views of it, with the batch dimension (if any) first."""
-    lead = flat.shape[:-1]
-    return tuple(flat[..., start:stop].reshape(lead + shape) for start, stop, shape in parts)
-
-
-def _with_forces(name, q, v, x, f_ext, out, threads, params):
-    """The public `name` (rnea, aba): the generated function, or with f_ext its `name`_fext."""
-    params = tuple(_keywords(params).values())
-    if f_ext is None:
-        return _TABLE[name](None, (q, v, x) + params, out, threads)
-    if name + "_fext" not in operation_counts:
-        raise ValueError(f"f_ext: this module was built without {name}_fext; rebuild it with that function")
-    forces = _arguments.forces(f_ext, q, len(joint_names), nq)
-    return _TABLE[name + "_fext"](None, (q, v, x, forces) + params, out, threads)
-
-
-def _rnea_with_forces(q, v, a, f_ext=None, params=None, out=None, threads=0):
-    """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_ext[i].
-
-    f_ext, shape (njoints, 6) (or (B, njoints, 6) for a batch): rows [force; torque] on
-    each joint's body, in its frame. params: the model parameters, for a module built with them.
-    """
-    return _with_forces("rnea", q, v, a, f_ext, out, threads, params)
-
-
-def _aba_with_forces(q, v, tau, f_ext=None, passive=False, params=None, out=None, threads=0):
-    """Forward dynamics a = M(q)^-1 (tau - C(q, v) v - g(q) + sum_i J_i^T f_ext[i]), f_ext as for
-    rnea; with passive=True the joints' damping torque passive_torque(v) is added to tau."""
-    if passive:
-        if "passive_torque" not in _NAMES:
-            raise ValueError("passive: this module was built without passive_torque; rebuild it with that function")
-        tau = _np.add(tau, passive_torque(v, **_keywords(params), threads=threads))
-    return _with_forces("aba", q, v, tau, f_ext, out, threads, params)
 
 
 def _keywords(params):
@@ -298,87 +153,18 @@ def _into(part, out):
     return out
 
 
-# The public functions of frames and points (rbdgen.algorithms.contact), those built: by frame
+# The public functions of frames and points (rbdgen.bindings.contact), those built: by frame
 # name or index, in a reference frame.
-_KEYWORDS = tuple(_PARAMS.items()) + (("out", None), ("threads", 0))
-for _fname, _row in _META["functions"].items():
-    if _row["per_body"] and _row["family"] not in globals():
-        globals()[_row["family"]] = _contact.frame_function(
-            _row["family"], [n for n, _ in _row["inputs"] if n not in _row["shared"] + _row["broadcast"]],
-            _row["default_reference"],
-            _row["family_doc"], _frame_quantity, _REFERENCES, keywords=_KEYWORDS, module=__name__)
+_KEYWORDS = tuple(_PARAMS.items()) + _CALL_KEYWORDS
+for _d in _DESCRIPTIONS.values():
+    if _d.per_body and _d.family not in globals():
+        globals()[_d.family] = _contact.frame_function(
+            _d.family, [port.name for port in _d.states], _d.default_reference, _d.family_doc, _frame_quantity,
+            _REFERENCES, keywords=_KEYWORDS, module=__name__)
 for _name, _point in _META["points"].items():
     if f"{_point['family']}_{_point['reference']}" in _META["functions"]:
-        globals()[_name] = _contact.point_function(_name, _point, _frame_quantity, _into, keywords=_KEYWORDS,
+        globals()[_name] = _contact.point_function(_name, _point, _frame_quantity, finish=_into, keywords=_KEYWORDS,
                                                    module=__name__)
-
-
-def _parsed(contacts):
-    """Call-time contacts, checked (_contact.parse_contacts), for a module that takes them."""
-    if not _CALL_TIME_CONTACTS:
-        raise ValueError("contacts: this module takes no call-time contacts (they need minv, nle and the "
-                         "local_world_aligned frame Jacobian and classical acceleration); rebuild it with them")
-    return _contact.parse_contacts(contacts)
-
-
-def _constraints(states, contacts, params=None, threads=0, gamma=True):
-    """G and (with gamma) gamma = -G-dot v of call-time contacts (parsed), from the frame
-    functions; states: (name, vector or batch) of q (and v), as _call_time_states gives them. A
-    state whose G or gamma is not finite, or an input so large that the solve would overflow, is
-    a one-line error naming the input (the rank test of G would fail on it, or mislead)."""
-    q, v = states[0][1], states[1][1] if len(states) > 1 and states[1][0] == "v" else None
-    keywords = dict(_keywords(params), threads=threads)
-    with _np.errstate(all="ignore"):
-        G = _contact.constraint_jacobian(contacts, lambda frame, point: point_jacobian(q, frame, point, **keywords))
-        bias = None if not gamma else _contact.constraint_bias(
-            contacts, lambda frame, point: point_gamma(q, v, frame, point, **keywords))
-    inputs = _call_time_inputs(states, params, contacts)
-    count = len(q) if _np.ndim(q) == 2 else 1
-    if not count:
-        return G, bias
-    rows = G.reshape(count, -1) if bias is None else _np.hstack([G.reshape(count, -1), bias.reshape(count, -1)])
-    large = _np.zeros(count, dtype=bool)
-    for _, x in inputs:
-        x = _np.abs(x)
-        large |= (x.max(axis=-1) if x.ndim == 2 else x.max(initial=0.0)) > _arguments.OVERFLOWING
-    bad = large | ~_np.isfinite(rows).all(axis=-1)
-    if bad.any():
-        state = int(_np.argmax(bad))
-        _arguments.refuse_input(count, state, inputs, param_names)
-        raise ValueError((f"state {state} of the batch: " if count > 1 else "") + "the contacts' Jacobian G is not "
-                         "finite although every input is: an input is too large for float64's range")
-    return G, bias
-
-
-def _call_time_inputs(states, params, contacts):
-    """What a call with call-time contacts is given, (name, value) as _arguments names them."""
-    return list(states) + ([("params", _PARAMETERS.shaped(params))] if params is not None else []) + \
-        [(f"contact {k} point", point) for k, (_, point, _) in enumerate(contacts)]
-
-
-def _call_time_states(*named):
-    """The states of a call with call-time contacts ((name, value, size) each): all vectors, or
-    all batches of the count of q."""
-    if _is_batch(named[0][1], named[0][2], named[0][0]):
-        count = _np.shape(named[0][1])[0]
-        return [_batch(x, n, name, count) for name, x, n in named]
-    return [_vector(x, n, name) for name, x, n in named]
-
-
-def _call_time_result(parts, states, params, out, contacts):
-    """The result of call-time contacts, parts (q-ddot or v+, then the multipliers) of one
-    state or a batch, checked as a solve's (an input that is not finite, or so large that the
-    result overflows, is named) and written into out= (the flat [q-ddot, lambda]) if given."""
-    flat = _np.concatenate(parts, axis=-1)
-    inputs = _call_time_inputs(states, params, contacts)
-    if flat.size:
-        _arguments.solved(flat.reshape(-1, flat.shape[-1]), inputs, params is not None, param_names)
-    if out is not None:
-        out, target = _output(out, flat.shape, tuple(x for _, x in inputs))
-        target[...] = flat
-        flat = _settled(out, target)
-    n = parts[0].shape[-1]
-    return flat[..., :n], flat[..., n:]
 
 
 def _declared(name):
@@ -390,7 +176,7 @@ def _declared(name):
     return function
 
 
-def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=None, threads=0):
+def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, *, out=None, threads=0):
     """(q-ddot, lambda): M q-ddot = tau - nle + G^T lambda with G q-ddot + G-dot v = 0.
 
     contacts None: the contacts declared at build time (`contacts`; lambda in each contact
@@ -407,17 +193,11 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, out=Non
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
-    contacts = _parsed(contacts)
-    q, v, tau = _call_time_states(("q", q, nq), ("v", v, nv), ("tau", tau, nv))
-    states = (("q", q), ("v", v), ("tau", tau))
-    G, gamma = _constraints(states, contacts, params, threads)
-    with _np.errstate(all="ignore"):   # a result that is not finite is an error, with its cause
-        parts = _contact.contact_dynamics(minv(q, **keywords, threads=threads), nle(q, v, **keywords, threads=threads),
-                                          tau, G, gamma, damping)
-    return _call_time_result(parts, states, params, out, contacts)
+    return _CALL_TIME.contact_dynamics(q, v, tau, contacts, damping=damping, params=params, out=out, threads=threads)
 
 
-def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, params=None, out=None, threads=0):
+def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, params=None, *, out=None,
+                     threads=0):
     """(v+, impulses): v+ = v- + M^-1 G^T Lambda with G v+ = -restitution G v- (contacts,
     batches and out= as for contact_dynamics)."""
     restitution, damping = _contact.check_restitution(restitution), _contact.check_damping(damping)
@@ -428,33 +208,16 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, pa
                                                                  threads=threads)
         _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
-    contacts = _parsed(contacts)
-    q, v_minus = _call_time_states(("q", q, nq), ("v_minus", v_minus, nv))
-    states = (("q", q), ("v_minus", v_minus))
-    G, _ = _constraints(states, contacts, params, threads, gamma=False)
-    with _np.errstate(all="ignore"):
-        parts = _contact.impulse_dynamics(minv(q, **keywords, threads=threads), v_minus, G, restitution, damping)
-    return _call_time_result(parts, states, params, out, contacts)
+    return _CALL_TIME.impulse_dynamics(q, v_minus, contacts, restitution=restitution, damping=damping, params=params,
+                                       out=out, threads=threads)
 
 
-def contact_inertia(q, contacts=None, params=None, out=None, threads=0):
+def contact_inertia(q, contacts=None, params=None, *, out=None, threads=0):
     """The contact-space inverse inertia G M^-1 G^T (contacts, batches as for contact_dynamics)."""
     keywords = _keywords(params)
     if contacts is None:
         return _declared("contact_inertia")(q, **keywords, out=out, threads=threads)
-    contacts = _parsed(contacts)
-    q, = _call_time_states(("q", q, nq))
-    G, _ = _constraints((("q", q),), contacts, params, threads, gamma=False)
-    with _np.errstate(all="ignore"):
-        inertia = _contact.contact_inertia(minv(q, **keywords, threads=threads), G)
-    if inertia.size:
-        _arguments.solved(inertia.reshape(len(q) if q.ndim == 2 else 1, -1),
-                          _call_time_inputs((("q", q),), params, contacts), params is not None, param_names)
-    if out is None:
-        return inertia
-    out, target = _output(out, inertia.shape, (q,))
-    target[...] = inertia
-    return _settled(out, target)
+    return _CALL_TIME.contact_inertia(q, contacts, params=params, out=out, threads=threads)
 
 
 def casadi(function, frame=None, reference=None):
@@ -524,10 +287,10 @@ def base_parameter_map():
 # ------------------------------------------------- what this module has, and its entry points ---
 
 # the public functions of a frame built, each with its default reference (None: it takes none)
-_FAMILIES = {spec.family: _META["functions"][name]["default_reference"] for name, spec in _TABLE.items()
-             if spec.per_body}
+_FAMILIES = {d.family: d.default_reference for d in _DESCRIPTIONS.values() if d.per_body}
 # call-time contacts are assembled from the points' Jacobian and gamma, and solved with M^-1 and nle
-_CALL_TIME_CONTACTS = {"point_jacobian", "point_gamma"} <= set(globals()) and {"minv", "nle"} <= _NAMES
+_CALL_TIME = _call_time.CallTimeContacts(_sys.modules[__name__])
+_CALL_TIME_CONTACTS = _CALL_TIME.available()
 # the public functions written above, each published when what it calls was built (those of
 # frames and points are defined only then)
 _AVAILABLE = {
@@ -540,12 +303,6 @@ _AVAILABLE = {
 for _name, _built in _AVAILABLE.items():
     if not _built:
         del globals()[_name]
-if "rnea" in _NAMES:
-    rnea = _rnea_with_forces
-    rnea.__name__ = rnea.__qualname__ = "rnea"
-if "aba" in _NAMES:
-    aba = _aba_with_forces
-    aba.__name__ = aba.__qualname__ = "aba"
 del _name, _built
 
 

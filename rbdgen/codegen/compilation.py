@@ -75,8 +75,8 @@ def program_key(fingerprint, spec, bodies, contacts):
 class Target:
     """What a worker needs to generate a function's C file (sent with each job): the model,
     the module's name, CSE, the work folder, the compiler flags, the bodies that carry frames,
-    the contacts declared, and the machine the flags compile for (costs.Machine: what the
-    choice among a function's programs is measured for)."""
+    the contacts declared, the machine the flags compile for (costs.Machine: what the
+    choice among a function's programs is measured for) and the functions' descriptions."""
     model: object
     module: str
     cse: bool
@@ -85,6 +85,7 @@ class Target:
     bodies: tuple
     contacts: tuple
     machine: object
+    descriptions: dict
 
 
 class Compilation:
@@ -290,7 +291,7 @@ def _generate_function(target, name):
     programs = frame_programs(model, spec, list(target.bodies), target.cse) if spec.per_body else \
         [(None, generate_program(model, spec, target.cse, choice, target.machine))]
     t1 = time.perf_counter()
-    data = dict(function_data(module, spec, model, programs), accuracy=choice or None)
+    data = dict(function_data(target.descriptions[name], programs), accuracy=choice or None)
     source = os.path.join(target.work, f"rbdgen_{module}_{name}.c")
     with open(source, "w") as f:
         f.write(render_function(module, data))

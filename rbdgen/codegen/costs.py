@@ -1,6 +1,6 @@
 """What a program costs on the machine a build compiles for, in operations of straight-line
 code (what the generator compares a function's candidate programs by): a program's own
-operations, and for the solves it leaves to a loop after it (algorithms.solves.FactorSolve) a
+operations (flops: each expression as its C evaluates it), and for the solves it leaves to a loop after it (algorithms.solves.FactorSolve) a
 model calibrated by timing each candidate of a pair against the other (docs/performance.md,
 On a Zen 5: the solves' cost).
 
@@ -16,6 +16,7 @@ import os
 import subprocess
 
 from .compiler import c_compiler
+from .expr import Expr, product_parts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,3 +58,35 @@ def machine(flags=("-march=native",)):
     if done.returncode != 0:
         return Machine()
     return Machine(vector_width=8 if "__AVX512F__" in macros else 4 if "__AVX__" in macros else 2)
+
+
+def flops(x):
+    """Floating-point operations of an expression as its C evaluates it: each +, -, *, /
+    counts one, a sign is folded into the neighbouring operation, x^2..x^4 are products, a
+    square root or other call counts one, a conditional its comparison and costlier branch."""
+    if not isinstance(x, Expr) or x.is_Symbol:
+        return 0
+    if x.is_Add:
+        count = len(x.items) - (x.number == 0)
+        for term, c in x.items.items():
+            count += flops(term) + (abs(c) != 1)
+        return count
+    if x.is_Mul:
+        _, magnitude, numerator, denominator = product_parts(x)
+        count = len(numerator) + (magnitude is not None) - 1 if numerator or magnitude is not None else 0
+        for base, e in numerator:
+            count += flops(base) + _power_cost(e)
+        for base, e in denominator:
+            count += 1 + flops(base) + (e - 1)
+        return max(count, 0)
+    if x.function == "IfLess":
+        v, threshold, below, above = x.args
+        return 1 + flops(v) + flops(threshold) + max(flops(below), flops(above))
+    return 1 + sum(flops(a) for a in x.args)
+
+
+def _power_cost(e):
+    """Operations of base ** e once the base is known: products, sqrt(b), 1.0/sqrt(b), pow(b, e)."""
+    if type(e) is int:
+        return e - 1
+    return 2 if e == -0.5 else 1

@@ -408,38 +408,6 @@ def product_parts(m):
     return negative, (None if magnitude == 1 else magnitude), numerator, denominator
 
 
-def flops(x):
-    """Floating-point operations of an expression as its C evaluates it: each +, -, *, /
-    counts one, a sign is folded into the neighbouring operation, x^2..x^4 are products, a
-    square root or other call counts one, a conditional its comparison and costlier branch."""
-    if not isinstance(x, Expr) or x.is_Symbol:
-        return 0
-    if x.is_Add:
-        count = len(x.items) - (x.number == 0)
-        for term, c in x.items.items():
-            count += flops(term) + (abs(c) != 1)
-        return count
-    if x.is_Mul:
-        _, magnitude, numerator, denominator = product_parts(x)
-        count = len(numerator) + (magnitude is not None) - 1 if numerator or magnitude is not None else 0
-        for base, e in numerator:
-            count += flops(base) + _power_cost(e)
-        for base, e in denominator:
-            count += 1 + flops(base) + (e - 1)
-        return max(count, 0)
-    if x.function == "IfLess":
-        v, threshold, below, above = x.args
-        return 1 + flops(v) + flops(threshold) + max(flops(below), flops(above))
-    return 1 + sum(flops(a) for a in x.args)
-
-
-def _power_cost(e):
-    """Operations of base ** e once the base is known: products, sqrt(b), 1.0/sqrt(b), pow(b, e)."""
-    if type(e) is int:
-        return e - 1
-    return 2 if e == -0.5 else 1
-
-
 def power_node(base, exponent):
     """base ** exponent as one node (a factor of a product on its own)."""
     return base if exponent == 1 else Mul(1, {base: exponent})

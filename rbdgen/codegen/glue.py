@@ -3,6 +3,7 @@ batch loops (batch.c), what the module says about itself (info.c), the Python en
 (calls.c) and CasADi's external interface (casadi.c)."""
 
 from ..algorithms.frames import REFERENCE_FRAMES
+from ..table.description import COPY, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION, signature_text
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..version import __version__
 from .cprinter import c_string
@@ -59,9 +60,13 @@ def frame_kinds(functions):
             continue
         reference = fn["reference"]
         kind = kinds.setdefault(fn["family"], {
-            "name": fn["family"], "inputs": [a for a in fn["inputs"] if a["name"] != "placement"],
+            "name": fn["family"], "inputs": [a for a in fn["inputs"] if a.role != PLACEMENT],
             "cnames": [None] * len(REFERENCE_FRAMES),
             "takes_reference": reference is not None, "out_size": fn["out_size"],
+            "text_signature": signature_text(fn["family"], [(x.name, REQUIRED) for x in fn["description"].states]
+                                             + [("frame", REQUIRED)]
+                                             + ([("reference", fn["default_reference"])] if reference else [])
+                                             + list(MODULE_KEYWORDS)),
             "default": REFERENCE_FRAMES.index(fn["default_reference"] or "local"), "parts": fn["entry_parts"]})
         kind["cnames"][REFERENCE_FRAMES.index(reference) if reference else 0] = fn["cname"]
     return list(kinds.values())
@@ -76,15 +81,16 @@ def point_kinds(functions):
         fn = by_name.get(f"{point.family}_{POINT_REFERENCE}")
         if fn is None:
             continue
-        kinds.append({"name": name, "cname": fn["cname"], "inputs": [a for a in fn["inputs"] if a["name"] in point.states],
-                      "zero_acceleration": point.at_rest, "cols": fn["shape"][1] if point.matrix else 0})
+        kinds.append({"name": name, "cname": fn["cname"], "inputs": [a for a in fn["inputs"] if a.name in point.states],
+                      "zero_acceleration": point.at_rest, "cols": fn["shape"][1] if point.matrix else 0,
+                      "text_signature": signature_text(name, [(x, REQUIRED) for x in (*point.states, "frame", "point")]
+                                                       + list(MODULE_KEYWORDS))})
     return kinds
 
 
 # Inputs the CasADi functions of the contacts hold at zero (rigid contacts: a Jacobian with
-# respect to the damping is not generated) and outputs they leave out (the pivots).
+# respect to the damping is not generated); they leave out the pivots (description.PIVOTS).
 CASADI_HELD = ("damping",)
-CASADI_DROPPED = ("pivots",)
 
 
 def casadi_symbol(module, name, frame=None):
@@ -104,13 +110,15 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
     by_name = {fn["name"]: fn for fn in functions}
     rows, symbols = [], []
     for fn in functions:
-        names = [x["name"] for x in fn["inputs"] if x["name"] not in ("placement",) + CASADI_HELD]
-        inputs = [{"name": x["name"], "sparsity": [x["size"], 1, 1]} for x in fn["inputs"] if x["name"] in names]
-        outputs = [{"name": p[3], "start": p[0], "sparsity": _matrix(p[2])} for p in fn["entry_parts"]
-                   if p[3] not in CASADI_DROPPED]
+        d = fn["description"]
+        names = [x.name for x in d.inputs if x.role != PLACEMENT and x.name not in CASADI_HELD]
+        inputs = [{"name": x.name, "sparsity": [x.size, 1, 1]} for x in d.inputs if x.name in names]
+        outputs = [{"name": p.name, "start": p.offset, "sparsity": _matrix(p.shape)} for p in d.entry_parts
+                   if p.role != PIVOTS]
         # a choice's blocks count for the inputs this function takes (params: with model parameters)
-        choice = next((c for c in fn["jacobians"] if tangent_is_q and all(
-            source in by_name for blocks in c.values() for x, (source, *_) in blocks.items() if x in names)), None)
+        choice = next((c for c in d.jacobians if tangent_is_q and all(
+            block.function in by_name for block in c if block.input in names)), None)
+        blocks = {} if choice is None else {(b.output, b.input): b for b in choice}
         sources = []
 
         def source_index(source):
@@ -124,18 +132,19 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         rotation_source = 0
         for o, output in enumerate(outputs):
             for i, n in enumerate(names):
-                if choice is None or n not in choice.get("" if len(outputs) == 1 else output["name"], {}):
+                block = blocks.get((None if len(outputs) == 1 else output["name"], n))
+                if block is None:
                     continue
-                source, part, row, how = choice["" if len(outputs) == 1 else output["name"]][n]
-                block_source[o][i] = source_index(source)
-                first = next(p[0] for p in by_name[source]["parts"] if p[3] == part) if part else 0
-                block_start[o][i] = first + row * inputs[i]["sparsity"][0]
-                block_kind[o][i] = {"copy": 0, "rotation": 1}[how]
-                if how == "rotation":
+                block_source[o][i] = source_index(block.function)
+                source = by_name[block.function]["description"]
+                first = source.part(block.part).offset if block.part else 0
+                block_start[o][i] = first + block.row * inputs[i]["sparsity"][0]
+                block_kind[o][i] = {COPY: 0, ROTATION: 1}[block.transform]
+                if block.transform == ROTATION:
                     rotation_source = source_index(fn["name"])
         size = lambda sparsity: sparsity[0] * sparsity[1]
         jac_out = [(o, x) for o in outputs for x in inputs]
-        zeros = max([x["sparsity"][0] for x in inputs] + [x["size"] for x in fn["inputs"]])
+        zeros = max([x["sparsity"][0] for x in inputs] + [x.size for x in d.inputs])
         row = len(rows)
         rows.append({
             "call": _casadi_call(fn, names), "inputs": inputs, "outputs": outputs, "sources": sources,
@@ -161,9 +170,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
 def _casadi_call(fn, names):
     """A C function of the module as the CasADi table calls it: which of the CasADi function's
     inputs (`names`) it reads, in its own order; the placement is the frame's, held inputs zero."""
-    where = lambda x: "RBDGEN_CASADI_PLACEMENT" if x == "placement" else \
-        str(names.index(x)) if x in names else "RBDGEN_CASADI_ZEROS"
-    return {"name": fn["name"], "cname": fn["cname"], "inputs": [where(x["name"]) for x in fn["inputs"]]}
+    where = lambda x: "RBDGEN_CASADI_PLACEMENT" if x.role == PLACEMENT else \
+        str(names.index(x.name)) if x.name in names else "RBDGEN_CASADI_ZEROS"
+    return {"name": fn["name"], "cname": fn["cname"], "inputs": [where(x) for x in fn["inputs"]]}
 
 
 def _matrix(shape):

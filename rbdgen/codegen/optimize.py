@@ -3,7 +3,8 @@
 Whatever is done here, the generated code is compared with the reference afterwards.
 """
 
-from .expr import Expr, Symbol, add, call, flops, free_symbols, mul, power, power_node, scale
+from .costs import flops
+from .expr import Expr, Symbol, add, call, free_symbols, mul, power, power_node, scale
 from .recorder import Assignment, Program, SinCos
 
 

@@ -9,12 +9,12 @@ import shutil
 import subprocess
 import sys
 
-from ..algorithms import contact as contact_algorithms
 from ..algorithms.frames import REFERENCE_FRAMES, placement_entries
 from ..errors import BuildError
 from ..model import conventions, physical
 from ..model.parameters import parameters_of
 from ..runtime import reference
+from ..table import description
 from ..table.frames import POINTS
 from ..version import __version__
 from . import cache
@@ -27,10 +27,9 @@ def copy_binding(work):
     """The Python binding: one fixed file that reads model.json, and its siblings; points and
     contacts run on NumPy, in the very file the reference uses."""
     shutil.copyfile(os.path.join(BINDINGS, "runtime.py"), os.path.join(work, "__init__.py"))
-    for name in ("arguments", "pickling", "casadi", "jax"):   # the binding's other files, as _<name>.py
+    for name in ("arguments", "call_time", "casadi", "contact", "function", "jax", "pickling"):   # the binding's other files, as _<name>.py
         shutil.copyfile(os.path.join(BINDINGS, name + ".py"), os.path.join(work, f"_{name}.py"))
-    shutil.copyfile(os.path.join(os.path.dirname(contact_algorithms.__file__), "contact.py"),
-                    os.path.join(work, "_contact.py"))
+    shutil.copyfile(description.__file__, os.path.join(work, "_description.py"))
     shutil.copyfile(conventions.__file__, os.path.join(work, "_conventions.py"))
     shutil.copyfile(physical.__file__, os.path.join(work, "_physical.py"))
     # robot.jax's XLA FFI handler, compiled on first use
@@ -65,18 +64,9 @@ def metadata(build, extension, datas):
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "references": list(REFERENCE_FRAMES),
         "points": {name: point.to_json() for name, point in POINTS.items()},
-        "functions": {d["name"]: {"inputs": [[a["name"], a["size"]] for a in d["inputs"]],
-                                  # inputs with one value for a whole batch, and the defaults
-                                  "shared": [a["name"] for a in d["inputs"] if not a["batched"]],
-                                  "broadcast": [a["name"] for a in d["inputs"] if a["broadcast"]],
-                                  "defaults": {a["name"]: a["default"] for a in d["inputs"] if a["default"] is not None},
-                                  "shape": d["shape"], "parts": d["parts"], "scalar": d["scalar"], "kind": d["kind"],
-                                  "per_body": d["per_body"], "declared": d["declared"], "solves": d["solves"], "family": d["family"],
-                                  "reference": d["reference"], "default_reference": d["default_reference"],
-                                  "family_doc": d["family_doc"],
-                                  "jacobians": d["jacobians"], "doc": d["doc"],
-                                  "operations": d["operations"], "sincos": d["sincos"], "bodies": d["bodies"],
-                                  **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
+        # each function's description (rbdgen.table.description), and what its build measured
+        "functions": {d["name"]: {**d["description"].to_json(), "operations": d["operations"], "sincos": d["sincos"],
+                                  "bodies": d["bodies"], **({"accuracy": d["accuracy"]} if d.get("accuracy") else {})}
                       for d in datas},
     }
 

@@ -4,10 +4,11 @@ import jinja2
 
 from ..version import __version__
 from .cprinter import LanesPrinter, SlotPrinter, c_comment_text, c_string, slot_map
-from .expr import Expr, flops, free_symbols
+from .costs import flops
+from .expr import Expr, free_symbols
 from ..algorithms.solves import runs
 from ..model.parameters import parameters_of
-from ..table.inputs import INPUTS
+from ..table.description import MODULE_KEYWORDS, REQUIRED, signature_text
 from .recorder import SinCos
 
 _ENV = jinja2.Environment(
@@ -21,52 +22,23 @@ def template(name):
     return _ENV.get_template(name)
 
 
-def signature(module, spec, model):
-    """What the header and the wrapper need about a function, known before generating it."""
-    shape = tuple(spec.output(model))
-    size = 1
-    for d in shape:
-        size *= d
-    parts, start = [], 0
-    for part_name, part_shape in (spec.parts(model) if spec.parts else ()):
-        count = 1
-        for d in part_shape:
-            count *= d
-        parts.append((start, start + count, tuple(part_shape), part_name))
-        start += count
-    cname = f"rbdgen_{module}_{spec.name}"
-    inputs = [{"name": name, "size": size, "batched": not INPUTS[name].shared, "default": INPUTS[name].default,
-               "broadcast": INPUTS[name].broadcast}
-              for name, size in spec.input_sizes(model)]
+def signature(description):
+    """What the header, the glue and the function's C need about a function (a
+    table.description.Description), known before generating it."""
+    d = description
     return {
-        "name": spec.name,
-        "cname": cname,
-        "parts": [list(p) for p in parts],
-        "parts_text": repr(tuple(p[:3] for p in parts)),
-        "part_names": ", ".join(p[3] for p in parts),
-        "doc": spec.doc.replace("*/", "* /"),
-        # `batched`: a batch call advances it state by state (q, v, ...); the others
-        # (a frame's placement) hold for every state of the batch
-        "inputs": inputs,
-        "declarations": declarations(cname, spec.per_body, inputs),
-        "kind": spec.kind,
-        "per_body": spec.per_body,
-        # a function of a frame: its public function, this program's reference frame, the default one
-        "family": spec.family, "reference": spec.reference, "default_reference": spec.default_reference,
-        "family_doc": spec.family_doc,
-        # where its Jacobians come from (CasADi and JAX): the table's choices, "" for the only output
-        "jacobians": [{"" if output is None else output: {x: list(source) for x, source in blocks.items()}
-                       for output, blocks in choice.items()} for choice in spec.jacobians],
-        "declared": spec.declared,
-        "solves": spec.solves,
+        "description": d, "name": d.name, "cname": d.cname, "inputs": d.inputs, "parts": d.parts,
+        "entry_parts": d.entry_parts, "pivots": d.pivots is not None,
+        "doc": d.public_doc.replace("*/", "* /"),
+        # the module's public function (calls.c's entry point documents its signature)
+        "text_signature": signature_text(d.name, d.parameters(MODULE_KEYWORDS)),
+        "declarations": declarations(d.cname, d.per_body, d.inputs),
+        "per_body": d.per_body, "declared": d.declared, "solves": d.solves, "scalar": d.scalar,
+        "family": d.family, "reference": d.reference, "default_reference": d.default_reference,
         # the generic C entry point (calls.c) takes it: vectors of states and numbers (dt) in,
         # one array, a float or a tuple of arrays (the parts) out
-        "direct": not (spec.per_body or spec.declared),
-        "entry_parts": [list(p) for p in parts] or [[0, size, list(shape), spec.name]],
-        "shape": list(shape),
-        "shape_text": repr(shape),
-        "out_size": size,
-        "scalar": spec.scalar,
+        "direct": not (d.per_body or d.declared),
+        "shape": d.shape, "out_size": d.size,
     }
 
 
@@ -83,8 +55,8 @@ def declarations(cname, per_body, inputs):
     may be one for every state (`broadcast`: the model parameters) is followed by a flag,
     `<name>_shared` (1: one for the whole batch, 0: one per state)."""
     body = "long body, " if per_body else ""
-    named = "".join(f"const double *{x['name']}, " for x in inputs) + "double *out"
-    batched = "".join(f"const double *{x['name']}, " + (f"int {x['name']}_shared, " if x["broadcast"] else "")
+    named = "".join(f"const double *{x.name}, " for x in inputs) + "double *out"
+    batched = "".join(f"const double *{x.name}, " + (f"int {x.name}_shared, " if x.broadcast else "")
                       for x in inputs) + "double *out"
     return [f"void {cname}({body}{named})", f"void {cname}_batch(long n, int threads, {body}{batched})",
             f"void {cname}_eval{UNIFORM_ENTRY}", f"void {cname}_eval_batch{UNIFORM_BATCH}"]
@@ -101,7 +73,7 @@ def build_info_declaration(module):
 PART_STATEMENTS = 600
 
 
-def function_data(module, spec, model, programs, part_statements=PART_STATEMENTS):
+def function_data(description, programs, part_statements=PART_STATEMENTS):
     """Everything the templates need about one generated function, as plain data.
 
     `programs`: [(bodies, program)]: one program (bodies None), or, for a function of a frame
@@ -112,10 +84,10 @@ def function_data(module, spec, model, programs, part_statements=PART_STATEMENTS
     kernels = [dict(kernel_data(program, part_statements) if bodies is None or len(bodies) == 1
                     else chain_kernel_data(program, bodies), bodies=list(bodies or ()), slot=k)
                for k, (bodies, program) in enumerate(programs)]
-    return dict(signature(module, spec, model), kernels=kernels,
+    return dict(signature(description), kernels=kernels,
                 operations=max(k["most"] for k in kernels), sincos=max(k["sincos"] for k in kernels),
                 workspace=max(k["workspace"] for k in kernels),
-                bodies=[body for bodies, _ in programs for body in bodies] if spec.per_body else None)
+                bodies=[body for bodies, _ in programs for body in bodies] if description.per_body else None)
 
 
 def kernel_data(program, part_statements):

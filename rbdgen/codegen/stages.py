@@ -9,6 +9,7 @@ can shadow a system header.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -62,6 +63,11 @@ class Build:
     progress: Callable
     quiet: bool = False
 
+    @functools.cached_property
+    def descriptions(self):
+        """Every function's description on the model (table.description), by name: made once."""
+        return {spec.name: spec.bind(self.model, self.module) for spec in self.specs}
+
     @property
     def target(self):
         return os.path.join(self.out_dir, self.module)
@@ -100,7 +106,7 @@ class Build:
         extension = f"_{module}_{self.key[:12]}"
         prefix = f"rbdgen_{module}"
         header = f"{prefix}.h"
-        signatures = [signature(module, spec, model) for spec in specs]
+        signatures = [signature(self.descriptions[spec.name]) for spec in specs]
         self._write(work, header, render_header(module, signatures, model, self.frames, self.contacts))
         self._write(work, kernels_header_name(module), render_kernels_header(module, header))
         bodies = sorted({f.body for f in self.frames})
@@ -141,7 +147,7 @@ class Build:
             beside = (reference_table, (model, [spec.name for spec in specs], [f.name for f in self.frames],
                                         self.contacts))
         target = Target(model, module, self.cse, work, tuple(flags), tuple(bodies), tuple(self.contacts),
-                        costs.machine(tuple(flags)))
+                        costs.machine(tuple(flags)), self.descriptions)
         datas, objects, shared, expected = Compilation(target, specs, glue=glue, store=store,
                                                        fingerprint=self.fingerprint, progress=self.progress,
                                                        beside=beside).run()

@@ -72,7 +72,7 @@ def _body_problem(p, names, strict):
     if overflow.any():
         return (f"the values {names[0]} .. {names[-1]} are too large to test: the inertia about the centre "
                 "of mass overflows double precision (give them in kg, m)"), int(np.argmax(overflow))
-    negative = ~_semidefinite(*Ic, size)
+    negative = ~_semidefinite(Ic, size)
     if negative.any():
         state = int(np.argmax(negative))
         return (f"the rotational inertia about the centre of mass ({', '.join(names[4:])}, less m c) is not "
@@ -80,7 +80,7 @@ def _body_problem(p, names, strict):
     # principal moments within the triangle inequality: trace / 2 - Ic positive semidefinite
     a, b, c, d, e, f = Ic
     half = (a + b + c) / 2
-    broken = ~_semidefinite(half - a, half - b, half - c, -d, -e, -f, size)
+    broken = ~_semidefinite((half - a, half - b, half - c, -d, -e, -f), size)
     if strict and broken.any():
         state = int(np.argmax(broken))
         moments = _moments(Ic, state)
@@ -95,9 +95,11 @@ def _moments(Ic, state):
     return np.linalg.eigvalsh(np.array([[a, d, e], [d, b, f], [e, f, c]]))
 
 
-def _semidefinite(a, b, c, d, e, f, size):
-    """Per row, whether the symmetric matrices [[a, d, e], [d, b, f], [e, f, c]] are positive
-    semidefinite within TOLERANCE * size: every principal minor >= 0."""
+def _semidefinite(entries, size):
+    """Per row, whether the symmetric matrices [[a, d, e], [d, b, f], [e, f, c]] of `entries`
+    (a, b, c, d, e, f) are positive semidefinite within TOLERANCE * size: every principal
+    minor >= 0."""
+    a, b, c, d, e, f = entries
     tol = TOLERANCE * size
     with np.errstate(over="ignore", invalid="ignore"):   # minors of huge finite values: -inf fails as it should
         diagonal = np.minimum(np.minimum(a, b), c) >= -tol

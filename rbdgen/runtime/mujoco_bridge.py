@@ -78,10 +78,11 @@ def mujoco_acceleration(model, q, v, a):
     return qacc
 
 
-def mujoco_truth(model, m, d, q, v, a, tau):
+def mujoco_truth(model, m, d, states):
     """MuJoCo's rnea, crba, nle, aba and passive_torque at (q, v, a, tau), in rbdgen's conventions
     (forces: T^T times MuJoCo's, since T^T f_mujoco . v = f_mujoco . qvel)."""
     import mujoco
+    q, v, a, tau = states
     kinds = tuple((j.type, j.idx_q, j.idx_v) for j in model.joints)
     T = velocity_map(model, q)
     drift = mujoco_acceleration(model, q, v, np.zeros(model.nv))
@@ -124,7 +125,7 @@ def against_mujoco(path, functions, states=3, seed=0):
     for _ in range(states):
         q, v, a = random_state(model, rng)
         tau = rng.normal(size=model.nv)
-        truth = mujoco_truth(model, m, d, q, v, a, tau)
+        truth = mujoco_truth(model, m, d, (q, v, a, tau))
         for name, function in functions.items():
             ours = np.asarray(function(q, v, a, tau), dtype=float)
             scale = float(np.abs(truth[name]).max()) or 1.0

@@ -9,8 +9,8 @@ has mimic joints.
 
 The functions of states are made from the function table that generates the C
 (rbdgen.table.functions): the same inputs, algorithm, shapes and documentation. Written
-here are what a module assembles around its C: frames and points by name, contacts chosen
-at call time, and rnea and aba with per-body f_ext.
+here are what a module assembles around its C: frames and points by name and contacts chosen
+at call time.
 """
 
 import math
@@ -18,11 +18,12 @@ import math
 import numpy as np
 
 from ..algorithms import NumericOps
-from ..algorithms import contact as _contact
+from ..bindings import contact as _contact
 from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import regressor as _regressor
 from ..table import functions as _table
+from ..table.description import ADDED, FORCES, STATE, public_keywords
 from ..table.frames import POINTS
 from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
@@ -111,14 +112,31 @@ def _values(model, spec, arrays, body=None):
 
 def _from_table(spec):
     """The reference's function for a function of states of the table (rbdgen.table.functions):
-    the same inputs, defaults, algorithm, shapes and documentation."""
-    params = ", ".join(f"{n}={_INPUTS[n].default!r}" if _INPUTS[n].default is not None else n for n in spec.inputs)
-    scope = {"_values": _values, "_spec": spec}
-    exec(f"def {spec.name}(model, {params}, params=None):\n"
-         f"    return _values(model, _spec, ({''.join(n + ', ' for n in spec.inputs)}params))\n", scope)
-    function = scope[spec.name]
-    function.__doc__, function.__module__ = spec.doc, __name__
-    return function
+    the same inputs, defaults, overloads (table.description), algorithm, shapes and
+    documentation, with the model first and params last."""
+    inputs = [_INPUTS[n] for n in spec.inputs]
+    states = [x.name for x in inputs if x.role == STATE]
+    parameters = [("model", _contact.REQUIRED)] + [(n, _contact.REQUIRED) for n in states] \
+        + list(public_keywords(inputs, spec.overloads)) + [("params", None)]
+    names = [n for n, _ in parameters]
+
+    def call(model, *values):
+        given = dict(zip(names[1:], values))
+        chosen = spec
+        for overload in spec.overloads:
+            value = given.pop(overload.keyword)
+            if (value is None) if overload.kind == FORCES else not value:
+                continue
+            other = _table.BY_NAME[overload.function]
+            if overload.kind == ADDED:
+                given[overload.input] = np.add(given[overload.input], _values(
+                    model, other, tuple(given[n] for n in other.inputs) + (given["params"],)))
+            else:   # FORCES
+                given[overload.input] = _forces(model, value)
+                chosen = other
+        return _values(model, chosen, tuple(given[n] for n in chosen.inputs) + (given["params"],))
+    doc = "\n\n".join([spec.doc] + [f"{o.keyword}: {o.meaning}." for o in spec.overloads])
+    return _contact.public_function(spec.name, parameters, call, doc, __name__)
 
 
 def _shared_vector(value, n, what):
@@ -140,22 +158,6 @@ _TABLE = {spec.name: _from_table(spec) for spec in _table.FUNCTIONS if not spec.
 globals().update(_TABLE)
 
 
-def rnea(model, q, v, a, f_ext=None, params=None):
-    """Inverse dynamics tau = M a + C v + g - sum J^T f_ext (RBDL paper Alg. 1, seed 000); f_ext
-    (nbodies, 6) or (B, nbodies, 6), rows [force; torque] on each body in its frame."""
-    if f_ext is None:
-        return _TABLE["rnea"](model, q, v, a, params=params)
-    return _TABLE["rnea_fext"](model, q, v, a, _fext(model, f_ext), params=params)
-
-
-def aba(model, q, v, tau, f_ext=None, params=None):
-    """Forward dynamics a = M^-1 (tau - C v - g + sum J^T f_ext) (RBDL paper Alg. 3, seed 000),
-    f_ext as for rnea."""
-    if f_ext is None:
-        return _TABLE["aba"](model, q, v, tau, params=params)
-    return _TABLE["aba_fext"](model, q, v, tau, _fext(model, f_ext), params=params)
-
-
 def to_mujoco(model, q, v=None):
     """(qpos, qvel) in MuJoCo's layout (rbdgen.model.conventions), as module.to_mujoco."""
     return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)
@@ -174,7 +176,7 @@ def total_mass(model):
     return model.total_mass
 
 
-def _fext(model, f_ext):
+def _forces(model, f_ext):
     """f_ext (nbodies, 6) or (B, nbodies, 6) as the table's functions take it: (..., 6 nbodies)."""
     array = _contact.real_array(f_ext, "f_ext")
     nb = model.nbodies
@@ -194,7 +196,7 @@ def _frame(model, frame):
         raise ValueError(str(exc)) from None
 
 
-def _frame_quantity(model, family, reference, frame, states, point=None, params=None):
+def _frame_quantity(model, family, reference, frame, states, *, point=None, params=None):
     """A frame quantity of the table on numbers, by frame name (or Frame), at `point` in the
     frame if given."""
     spec = _table.BY_NAME[f"{family}_{reference}" if reference else family]
@@ -205,7 +207,7 @@ def _frame_quantity(model, family, reference, frame, states, point=None, params=
     return _values(model, spec, tuple(states) + (placement, params), f.body)
 
 
-# The public functions of frames and points (rbdgen.algorithms.contact), as the module's, with
+# The public functions of frames and points (rbdgen.bindings.contact), as the module's, with
 # the model first.
 _KEYWORDS = (("params", None),)
 for _spec in _table.FUNCTIONS:
@@ -233,7 +235,7 @@ def _contact_terms(model, q, v, contacts, gamma=True, params=None):
         contacts, lambda frame, point: point_gamma(model, q, v, frame, point, params=params))
 
 
-def contact_dynamics(model, q, v, tau, contacts, damping=0.0, params=None):
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0, *, params=None):
     """RBDL paper eq. (7), seed 000: (q-ddot, lambda) with M q-ddot = tau - nle + G^T lambda and
     G q-ddot + G-dot v = 0. contacts: [(frame, point, normal or None)], a normal (world
     axes) for a 1-D constraint, None for the 3-D point constraint."""
@@ -242,7 +244,7 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, params=None):
                                      np.asarray(tau, dtype=float), G, gamma, damping)
 
 
-def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0, params=None):
+def impulse_dynamics(model, q, v_minus, contacts, restitution=0.0, damping=0.0, *, params=None):
     """RBDL paper eq. (10), seed 000: (v+, impulses) with G v+ = -restitution G v-."""
     _, G, _ = _contact_terms(model, q, v_minus, contacts, gamma=False, params=params)
     return _contact.impulse_dynamics(minv(model, q, params=params), np.asarray(v_minus, dtype=float), G,
@@ -264,7 +266,7 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0):
     declared = constrained.parse_contacts(model, contacts)
     x = _Inputs()
     args = [x.vector(q, model.nq, "q"), x.vector(v, model.nv, "v"), x.vector(tau, model.nv, "tau")]
-    return tuple(x.output(block) for block in _derivatives.contact_dynamics_derivatives(model, OPS, declared, *args, [float(damping)]))
+    return tuple(x.output(block) for block in _derivatives.contact_dynamics_derivatives(model, OPS, declared, *args, damping=[float(damping)]))
 
 
 # ------------------------------------------------------------ identification -------------

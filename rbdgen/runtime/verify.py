@@ -133,20 +133,19 @@ def generated_checks(module, model, inputs, frames, expected):
         body = None if frame is None else frame.body
         if frame is not None:
             function = functools.partial(getattr(module, "_" + name), body)
-            args = [np.array(batch["placement"][0]) if arg == "placement" else batch[arg] for arg in spec.arguments(model)]
         else:
             function = getattr(module, ("_declared_" if spec.declared else "") + name)
             if model.parameters:   # by keyword: rnea and aba take f_ext before it
                 function = functools.partial(_params_last, function)
-            args = [batch[arg][0] if INPUTS[arg].shared else batch[arg] for arg in spec.arguments(model)]
-        yield from _calls(name, function, args, model, spec, batch, body, expected.get(_key(name, frame)))
+        args = [batch[arg][0] if INPUTS[arg].shared else batch[arg] for arg in spec.arguments(model)]
+        yield from _calls(name, function, args, model, spec, batch, body=body, expected=expected.get(_key(name, frame)))
 
 
 def _params_last(function, *args):
     return function(*args[:-1], params=args[-1])
 
 
-def _calls(name, function, args, model, spec, inputs, body=None, expected=None):
+def _calls(name, function, args, model, spec, inputs, *, body=None, expected=None):
     """The function called on the batch, then on its first states one at a time."""
     if expected is None:
         expected = reference_values(model, spec, inputs, body)

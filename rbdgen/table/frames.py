@@ -14,7 +14,7 @@ from .spec import FunctionSpec, copied
 _DEFAULT_REFERENCE = {"frame_jacobian": "local_world_aligned", "frame_jacobian_time_variation": "local_world_aligned"}
 _REFERENCE_DOC = ('"local" (frame axes, at the frame origin), "world" (world axes, at the world origin) or '
                   '"local_world_aligned" (world axes, at the frame origin)')
-# The public functions of a frame (the module's, the reference's, JAX's: rbdgen.algorithms.contact)
+# The public functions of a frame (the module's, the reference's, JAX's: rbdgen.bindings.contact)
 FAMILY_DOCS = {
     "frame_placement": "(R, p): the frame's rotation (frame -> world axes) and origin in world coordinates.\n\n"
                        "frame: a name or an index in `frames`. With a batch q (B, nq): R (B, 3, 3), p (B, 3).\n"
@@ -59,21 +59,21 @@ def frame_functions():
                                    "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},))]
     for reference in REFERENCE_FRAMES:
         specs += [
-            _of_frame("frame_jacobian", ("q",), lambda m: (6, m.nv), _frame_run(mimic.frame_jacobian_of_body, reference),
+            _of_frame("frame_jacobian", ("q",), lambda m: (6, m.nv), _frame_run(mimic.frame_jacobian_of_body, reference=reference),
                       f"A frame's Jacobian in {reference} coordinates, rows [linear; angular].", reference),
-            _of_frame("frame_velocity", ("q", "v"), lambda m: (6,), _frame_run(mimic.frame_velocity, reference),
+            _of_frame("frame_velocity", ("q", "v"), lambda m: (6,), _frame_run(mimic.frame_velocity, reference=reference),
                       f"A frame's spatial velocity in {reference} coordinates, [linear; angular].", reference,
                       jacobians=(copied(f"frame_velocity_derivatives_{reference}", q="dv_dq", v="dv_dv"),)),
-            _of_frame("frame_acceleration", ("q", "v", "a"), lambda m: (6,), _frame_run(mimic.frame_acceleration, reference),
+            _of_frame("frame_acceleration", ("q", "v", "a"), lambda m: (6,), _frame_run(mimic.frame_acceleration, reference=reference),
                       f"A frame's spatial acceleration in {reference} coordinates, [linear; angular].", reference,
                       jacobians=(copied(f"frame_acceleration_derivatives_{reference}", q="da_dq", v="da_dv", a="da_da"),)),
             _of_frame("frame_classical_acceleration", ("q", "v", "a"), lambda m: (6,),
-                      _frame_run(mimic.frame_acceleration, reference, True),
+                      _frame_run(mimic.frame_acceleration, reference=reference, classical=True),
                       f"The classical acceleration of a frame's origin in {reference} coordinates.", reference),
             # built when named: getFrameJacobianTimeVariation, getFrameVelocityDerivatives,
             # getFrameAccelerationDerivatives
             _of_frame("frame_jacobian_time_variation", ("q", "v"), lambda m: (6, m.nv),
-                      _frame_run(derivatives.frame_jacobian_time_variation, reference),
+                      _frame_run(derivatives.frame_jacobian_time_variation, reference=reference),
                       f"dJ/dt of a frame's Jacobian in {reference} coordinates as q moves along v, rows "
                       "[linear; angular].", reference, default=False),
             _of_frame("frame_velocity_derivatives", ("q", "v"), lambda m: (12 * m.nv,),
@@ -97,16 +97,18 @@ def _frame_derivatives(function, reference, wrt):
     def run(model, ops, body, *inputs):
         *states, placement = inputs
         return derivatives.derivatives_of(
-            model, ops, lambda m, o, *x: function(m, o, body, placement, *x, reference), list(zip(wrt, states)), wrt)
+            model, ops, lambda m, o, *x: function(m, o, (body, placement), *x, reference=reference),
+            list(zip(wrt, states)), wrt)
     return run
 
 
-def _frame_run(function, *extra):
-    """run(model, ops, body, *states, placement) -> function(model, ops, body, placement,
-    *states, *extra): the spec's inputs end with the placement, the algorithms take it first."""
+def _frame_run(function, **extra):
+    """run(model, ops, body, *states, placement) -> function(model, ops, (body, placement),
+    *states, **extra): the spec's inputs end with the placement, the algorithms take the frame
+    first."""
     def run(model, ops, body, *inputs):
         *states, placement = inputs
-        return function(model, ops, body, placement, *states, *extra)
+        return function(model, ops, (body, placement), *states, **extra)
     return run
 
 

@@ -16,6 +16,7 @@ from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
+from .description import ADDED, FORCES, PIVOTS, Overload
 from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
 
@@ -49,7 +50,7 @@ def contact_derivatives_factored(contacts, rows):
     blocks d/dq, d/dv and d/dtau, each q-ddot's n x n with the multipliers' rows x n as its
     head; the factors of the KKT matrix in the d/dtau block (the identity's)."""
     def contact_dynamics_derivatives_factored(model, ops, q, v, tau, d):
-        return derivatives.contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, d)
+        return derivatives.contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, damping=d)
 
     def solve(model):
         n = model.nv
@@ -86,12 +87,19 @@ def _with_params(choice, dynamics):
     return {output: {**blocks, **_BY_PARAMS[dynamics]} for output, blocks in choice.items()}
 
 
+# rnea's and aba's keywords: f_ext (calls the _fext function), passive (adds passive_torque(v) to tau)
+_F_EXT = lambda function: Overload("f_ext", FORCES, function, "fext",
+                                   "external forces, shape (nbodies, 6) or (B, nbodies, 6): rows [force; torque] "
+                                   "on each body, in its frame")
+_PASSIVE = Overload("passive", ADDED, "passive_torque", "tau", "True: add the joints' damping torque passive_torque(v)")
+
 FUNCTIONS = [
     FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), mimic.rnea,
                  "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA: RBDL paper Alg. 1, seed 000).", cost=3,
                  jacobians=({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"),
                                     "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy"),
                                     **_BY_PARAMS["rnea"]}},),
+                 overloads=(_F_EXT("rnea_fext"),),
                  pinocchio=Counterpart("rnea", ("q", "v", "a"), "rnea")),
     FunctionSpec("rnea_fext", ("q", "v", "a", "fext"), lambda m: (m.nv,),
                  lambda m, ops, q, v, a, f: mimic.rnea(m, ops, q, v, a, _fext(m, f)),
@@ -112,6 +120,7 @@ FUNCTIONS = [
     FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
                  "Forward dynamics a = M^-1 (tau - C v - g) (ABA: RBDL paper Alg. 3, seed 000).", solves=True, cost=5,
                  jacobians=(_with_params(copied("aba_derivatives", q="ddq_dq", v="ddq_dv", tau="ddq_dtau"), "aba"),),
+                 overloads=(_F_EXT("aba_fext"), _PASSIVE),
                  pinocchio=Counterpart("aba", ("q", "v", "tau"), "aba")),
     FunctionSpec("aba_fext", ("q", "v", "tau", "fext"), lambda m: (m.nv,),
                  lambda m, ops, q, v, t, f: mimic.aba(m, ops, q, v, t, _fext(m, f)),
@@ -260,6 +269,10 @@ FUNCTIONS.append(FunctionSpec(
 BY_NAME = {f.name: f for f in FUNCTIONS}
 
 
+# the last part of a contact solve: the pivots of G M^-1 G^T (+ damping), by which callers judge redundancy
+_PIVOTS = (("pivots", PIVOTS),)
+
+
 def contact_functions(contacts):
     """The functions of the contacts declared at build time (rbdgen.algorithms.constrained):
     their Jacobian G and drift gamma, dynamics, impacts, contact-space inertia, and the
@@ -275,24 +288,24 @@ def contact_functions(contacts):
                      lambda model, ops, q, v: constrained.constraint_drift(model, ops, contacts, q, v),
                      "gamma = -G-dot v of the declared contacts: G q-ddot = gamma keeps them still.", kind="contact"),
         FunctionSpec("contact_dynamics", ("q", "v", "tau", "damping"), lambda model: (model.nv + 2 * m,),
-                     lambda model, ops, q, v, tau, d: constrained.contact_dynamics(model, ops, contacts, q, v, tau, d),
+                     lambda model, ops, q, v, tau, d: constrained.contact_dynamics(model, ops, contacts, q, v, tau, damping=d),
                      "Forward dynamics with the declared contacts held (RBDL paper eq. 7, seed 000): q-ddot, "
                      "multipliers, and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
-                     parts=outcome("qdd"), declared=True, kind="contact", solves=True,
+                     parts=outcome("qdd"), part_roles=_PIVOTS, declared=True, kind="contact", solves=True,
                      jacobians=({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
                                  "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
                                                  for x in ("q", "v", "tau")}},)),
         FunctionSpec("contact_dynamics_derivatives", ("q", "v", "tau", "damping"), lambda model: (3 * (model.nv + m) * model.nv,),
-                     lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, d),
+                     lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping=d),
                      "d/dq, d/dv and d/dtau of contact_dynamics' q-ddot and multipliers "
                      "(Pinocchio's computeConstraintDynamicsDerivatives).",
                      parts=lambda model: _contact_derivative_parts(model, m), default=False, kind="contact", solves=True,
                      variants=(contact_derivatives_factored(contacts, m),)),
         FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
-                     lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, e, d),
+                     lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, restitution=e, damping=d),
                      "Velocity after an impact on the declared contacts (RBDL paper eq. 10, seed 000): v+, "
                      "impulses, pivots.",
-                     parts=outcome("v_plus"), declared=True, kind="contact", solves=True),
+                     parts=outcome("v_plus"), part_roles=_PIVOTS, declared=True, kind="contact", solves=True),
         FunctionSpec("contact_inertia", ("q",), lambda model: (m, m),
                      lambda model, ops, q: constrained.contact_inertia(model, ops, contacts, q),
                      "The declared contacts' inverse inertia G M^-1 G^T.", declared=True, kind="contact", solves=True),

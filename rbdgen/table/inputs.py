@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..model.parameters import parameters_of
+from .description import BROADCAST, PARAMETERS, PER_STATE, PLACEMENT, SETTING, SHARED, STATE, Batched
 
 # Verification's damping of declared contacts: contacts that happen to be redundant still give
 # numbers to compare.
@@ -15,12 +16,13 @@ VERIFY_DAMPING = 1e-2
 
 
 @dataclass(frozen=True)
-class Input:
+class Input(Batched):
     name: str
     size: Callable           # model -> how many numbers
     meaning: str
-    shared: bool = False     # one value for a whole batch (a parameter of the call), not one per state
-    broadcast: bool = False  # one per state, or one for a whole batch (the public functions copy it)
+    role: str = STATE        # what it is (rbdgen.table.description: STATE, SETTING, PLACEMENT, PARAMETERS)
+    batching: str = PER_STATE   # how a batch takes it: one per state, SHARED (one for a whole batch) or
+                                # BROADCAST (either; the public functions copy it)
     default: float = None    # the public function's default, where it has one
     sample: Callable = None  # (model, rng, batch, draw) -> (batch, size): what verification calls
                              # with; draw(k) is the k-th random (q, v, a) batch, drawn once for all inputs
@@ -43,16 +45,16 @@ INPUTS = {row.name: row for row in (
     Input("tau", lambda m: m.nv, "the joint torques", sample=_normal(lambda m: m.nv)),
     Input("fext", lambda m: 6 * m.nbodies, "external forces, rows [force; torque] on each body in its frame",
           sample=_normal(lambda m: 6 * m.nbodies)),
-    Input("placement", lambda m: 12, "a frame's placement on its body: E row-major, then r", shared=True),
-    Input("damping", lambda m: 1, "the contacts' damping (0: rigid)", shared=True, default=0.0,
+    Input("placement", lambda m: 12, "a frame's placement on its body: E row-major, then r", PLACEMENT, SHARED),
+    Input("damping", lambda m: 1, "the contacts' damping (0: rigid)", SETTING, SHARED, default=0.0,
           sample=_constant(VERIFY_DAMPING)),
-    Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", shared=True,
+    Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", SETTING, SHARED,
           sample=_constant(0.5)),
     Input("q1", lambda m: m.nq, "a second configuration", sample=lambda model, rng, batch, draw: draw(1)[0]),
-    Input("dt", lambda m: 1, "a time step", shared=True, default=1.0, sample=_constant(0.37)),
+    Input("dt", lambda m: 1, "a time step", SETTING, SHARED, default=1.0, sample=_constant(0.37)),
     # Taken by every function of a model with parameters (FunctionSpec.arguments), last. One set
     # per state in C; the binding also takes one vector for a whole batch, and none (nominal).
     Input("params", lambda m: len(parameters_of(m)), "the model parameters (param_names; default nominal_params)",
-          broadcast=True,
+          PARAMETERS, BROADCAST,
           sample=lambda model, rng, batch, draw: parameters_of(model).sample(rng, batch)),
 )}

@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..model.parameters import parameters_of
+from .description import Description, JacobianSource, Part, Port
 from .inputs import INPUTS
 
 
@@ -90,6 +91,8 @@ class FunctionSpec:
     reference: str = None    # ... and the reference frame of this program (None: it takes none)
     default_reference: str = None
     family_doc: str = None   # ... and the public function's documentation
+    part_roles: tuple = ()   # (part name, role) of the parts that are not values (description.PIVOTS)
+    overloads: tuple = ()    # description.Overload rows: public keywords that call another function
 
     @property
     def per_body(self):
@@ -101,6 +104,24 @@ class FunctionSpec:
 
     def input_sizes(self, model):
         return [(name, INPUTS[name].size(model)) for name in self.arguments(model)]
+
+    def bind(self, model, module):
+        """Its description on `model` in module `module` (rbdgen.table.description)."""
+        parts, offset, roles = [], 0, dict(self.part_roles)
+        for name, shape in (self.parts(model) if self.parts else ()):
+            part = Part(name, tuple(int(d) for d in shape), offset, *((roles[name],) if name in roles else ()))
+            parts.append(part)
+            offset = part.stop
+        inputs = tuple(Port(name, int(size), INPUTS[name].batching, INPUTS[name].role, INPUTS[name].default,
+                            INPUTS[name].meaning) for name, size in self.input_sizes(model))
+        jacobians = tuple(tuple(JacobianSource(output, x, *source) for output, blocks in choice.items()
+                                for x, source in blocks.items()) for choice in self.jacobians)
+        return Description(
+            name=self.name, cname=f"rbdgen_{module}_{self.name}", doc=self.doc, inputs=inputs,
+            shape=tuple(int(d) for d in self.output(model)), parts=tuple(parts), kind=self.kind, scalar=self.scalar,
+            solves=self.solves, declared=self.declared, family=self.family, reference=self.reference,
+            default_reference=self.default_reference, family_doc=self.family_doc, jacobians=jacobians,
+            overloads=self.overloads)
 
     def evaluate(self, model, ops, body, *args, run=None):
         """`run` (default: its algorithm) on `model` with `ops` and its arguments (a function of

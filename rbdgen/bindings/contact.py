@@ -11,6 +11,7 @@ nothing from rbdgen: the build copies it into every generated package, so the re
 the generated module share one implementation.
 """
 
+import inspect
 import numbers
 
 import numpy as np
@@ -216,30 +217,96 @@ def check_reference(reference, references):
         raise ValueError(f"reference {reference!r} is unknown; use one of {', '.join(references)}")
 
 
-def _define(name, params, call, scope, doc, module):
-    """A function `name` of `module` with these parameters (text) whose body returns `call` (text)."""
-    scope["__name__"] = module
-    exec(f"def {name}({', '.join(params)}):\n    return {call}\n", scope)
-    function = scope[name]
-    function.__doc__ = doc
+# A public function's parameter without a default, and the entry ("*", None) after which its
+# parameters are keyword-only (as table.description's).
+REQUIRED = inspect.Parameter.empty
+KEYWORD_ONLY = "*"
+
+
+def public_function(name, parameters, call, doc, module, *, hints=None):
+    """The function `name` of `module` taking `parameters` ((name, default) each, REQUIRED for
+    none; those after a ("*", None) entry by keyword only), as its signature says: it returns
+    call(*values), every parameter's value in order. A call that gives every parameter by
+    position is passed on as it is. hints: {keyword it does not take: what to do instead}, for
+    the TypeError."""
+    named = [(n, d) for n, d in parameters if n != KEYWORD_ONLY]
+    names, marks = tuple(n for n, _ in named), [n for n, _ in parameters]
+    positional = marks.index(KEYWORD_ONLY) if KEYWORD_ONLY in marks else len(names)
+    defaults = {n: d for n, d in named if d is not REQUIRED}
+    signature = (names, positional, defaults, hints or {})
+    # for k positional arguments: the rest, (name, default) each, and their defaults when none is required
+    rests = [named[k:] for k in range(positional + 1)]
+    tails = [None if any(d is REQUIRED for _, d in rest) else tuple(d for _, d in rest) for rest in rests]
+    known = frozenset(names)
+
+    def function(*args, **keywords):
+        k = len(args)
+        if k <= positional:
+            if not keywords:
+                if tails[k] is not None:
+                    return call(*args, *tails[k])
+            elif keywords.keys() <= known:
+                values = args + tuple(keywords.pop(n, d) for n, d in rests[k])
+                if not keywords and not any(v is REQUIRED for v in values):   # (none left: none twice, none unknown)
+                    return call(*values)
+        return call(*_bound(name, signature, args, keywords))
+    function.__name__ = function.__qualname__ = name
+    function.__module__, function.__doc__ = module, doc
+    kinds = [inspect.Parameter.POSITIONAL_OR_KEYWORD] * positional + \
+        [inspect.Parameter.KEYWORD_ONLY] * (len(names) - positional)
+    function.__signature__ = inspect.Signature([inspect.Parameter(n, kind, default=d)
+                                                for (n, d), kind in zip(named, kinds)])
     return function
 
 
-def frame_function(family, states, default, doc, evaluate, references, lead=(), keywords=(), module=None):
+def keyword_names(parameters):
+    """The names of `parameters` (as public_function takes them), without the keyword-only mark."""
+    return [n for n, _ in parameters if n != KEYWORD_ONLY]
+
+
+def _bound(name, signature, args, keywords):
+    """Every parameter's value in order, as Python binds a call (and its TypeErrors, with the
+    `hints` for keywords it does not take); signature: (names, how many of them may be given by
+    position, defaults, hints)."""
+    names, positional, defaults, hints = signature
+    if len(args) > positional:
+        raise TypeError(f"{name}() takes {positional} positional arguments but {len(args)} were given")
+    twice = [k for k in keywords if k in names[:len(args)]]
+    unknown = [k for k in keywords if k not in names]
+    if twice or unknown:
+        raise TypeError(f"{name}() got multiple values for argument '{twice[0]}'" if twice
+                        else f"{name}() got an unexpected keyword argument '{unknown[0]}'"
+                        + (f": {hints[unknown[0]]}" if unknown[0] in hints else ""))
+    values = list(args)
+    for n in names[len(args):]:
+        if n in keywords:
+            values.append(keywords[n])
+        elif n in defaults:
+            values.append(defaults[n])
+        else:
+            raise TypeError(f"{name}() missing required argument: '{n}'")
+    return values
+
+
+def frame_function(family, states, default, doc, evaluate, references, *, lead=(), keywords=(), module=None):
     """The public function `family`(*lead, *states, frame[, reference=default], *keywords): a
     frame quantity by frame name (or index) and reference frame (default None: it takes none).
     evaluate(*lead, family, reference, frame, states, **keywords) computes it; `keywords` are
     passed through with their defaults (out=None, threads=0); the function is `module`'s."""
-    params = [*lead, *states, "frame"] + ([f"reference={default!r}"] if default else []) + \
-        [f"{k}={v!r}" for k, v in keywords]
-    call = (f"_evaluate({''.join(x + ', ' for x in lead)}{family!r}, "
-            f"{'_check(reference)' if default else 'None'}, frame, ({''.join(s + ', ' for s in states)}), "
-            f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
-    check = lambda reference: check_reference(reference, references) or reference
-    return _define(family, params, call, {"_evaluate": evaluate, "_check": check}, doc, module)
+    parameters = [(x, REQUIRED) for x in (*lead, *states, "frame")] + ([("reference", default)] if default else []) \
+        + list(keywords)
+    first, count, names = len(lead), len(states), keyword_names(keywords)
+
+    def call(*values):
+        reference = values[first + count + 1] if default else None
+        if default:
+            check_reference(reference, references)
+        return evaluate(*values[:first], family, reference, values[first + count],
+                        tuple(values[first:first + count]), **dict(zip(names, values[len(values) - len(names):])))
+    return public_function(family, parameters, call, doc, module)
 
 
-def point_function(name, row, evaluate, finish=None, lead=(), keywords=(), module=None):
+def point_function(name, row, evaluate, *, finish=None, lead=(), keywords=(), module=None):
     """The public function `name`(*lead, *states, frame, point, *keywords) of the function
     table's point `row` (its JSON: family, states, doc, reference, matrix, at_rest): the linear
     rows of the frame quantity `family` in `reference` at `point`, fixed in the frame (frame
@@ -248,15 +315,17 @@ def point_function(name, row, evaluate, finish=None, lead=(), keywords=(), modul
     quantity; finish(rows, out) returns the result (into out=)."""
     states, source, reference = row["states"], row["family"], row["reference"]
     gamma, matrix = row["at_rest"], row["matrix"]
-    params = [*lead, *states, "frame", "point"] + [f"{k}={v!r}" for k, v in keywords]
-    call = (f"_rows({''.join(x + ', ' for x in lead)}({''.join(s + ', ' for s in states)}), frame, point, "
-            f"{''.join(f'{k}={k}, ' for k, _ in keywords)})")
+    parameters = [(x, REQUIRED) for x in (*lead, *states, "frame", "point")] + list(keywords)
+    first, count, names = len(lead), len(states), keyword_names(keywords)
 
-    def rows(*args, out=None, **keywords):
-        *lead_values, state, frame, point = args
+    def call(*values):
+        state = tuple(values[first:first + count])
+        frame, point = values[first + count], values[first + count + 1]
+        given = dict(zip(names, values[len(values) - len(names):]))
+        out = given.pop("out", None)
         if gamma:   # q-ddot zero: the acceleration's velocity term
             state = state + (np.zeros(np.shape(state[-1])),)
-        value = evaluate(*lead_values, source, reference, frame, state, point=point, **keywords)
+        value = evaluate(*values[:first], source, reference, frame, state, point=point, **given)
         linear = -value[..., :3] if gamma else value[..., :3, :] if matrix else value[..., :3]
         return finish(linear, out) if finish else linear
-    return _define(name, params, call, {"_rows": rows}, row["doc"], module)
+    return public_function(name, parameters, call, row["doc"], module)
