@@ -168,6 +168,9 @@ def cmd_info(args):
     fixed = [_printable(f.name) for f in model.frames if f.name not in model.body_names]
     if fixed:
         print(f"fixed frames: {', '.join(fixed)}")
+    for loop in model.loops:
+        print(f"loop {_printable(loop.name)} ({loop.kind}): frames {_printable(loop.a)} and {_printable(loop.b)} held "
+              "together (a joint the spanning tree leaves out)")
     if params is not None:
         print(f"parameters ({len(params)}, the layout of params): " +
               ", ".join(f"{_printable(n)}={x:g}" for n, x in zip(params.names, params.nominal)))

@@ -264,12 +264,12 @@ def one_line(exc):
     return message
 
 
-def test_neither_urdf_nor_mjcf(tmp_path):
+def test_an_sdformat_model_without_links(tmp_path):
     path = tmp_path / "robot.sdf"
     path.write_text('<sdf version="1.6"><model name="m"/></sdf>')
     with pytest.raises(RbdgenError) as exc:
         load_model(path)
-    assert "<sdf>" in one_line(exc)
+    assert "model 'm': no <link>" in one_line(exc)
 
 
 def test_mjcf_mujoco_refuses(tmp_path):

@@ -151,10 +151,14 @@ def _dot(a, b):
 
 def contact_space(model, ops, contacts, q):
     """(G, the halves L^-T g of its rows, K = G M^-1 G^T, the factor of M)."""
+    return constraint_space(model, ops, constraint_rows(model, ops, contacts, q), q)
+
+
+def constraint_space(model, ops, G, q):
+    """contact_space for the constraint Jacobian G (rows of nv numbers)."""
     from .aba import check_invertible
     check_invertible(model)
     factor = _Factor(model, ops, mimic.crba(model, ops, q))
-    G = constraint_rows(model, ops, contacts, q)
     W = [factor.half(row) for row in G]
     lower = [[ops.let("K", r, factor.inner(W[r], W[s])) for s in range(r + 1)] for r in range(len(G))]
     K = [[lower[max(r, s)][min(r, s)] for s in range(len(G))] for r in range(len(G))]
@@ -211,10 +215,19 @@ def kkt_solve(ops, space, damping, free, gamma):
 def impulse_dynamics(model, ops, contacts, q, v_minus, *, restitution, damping):
     """RBDL paper eq. (10), seed 000: [v+ (nv), impulses (m), pivots (m)] with v+ = v- + M^-1 G^T Lambda
     and G v+ = -restitution G v-."""
-    G, _, K, factor = contact_space(model, ops, contacts, q)
+    v_plus, impulses, pivots = impulse_solve(ops, contact_space(model, ops, contacts, q), v_minus,
+                                             restitution=restitution, damping=damping)
+    return v_plus + impulses + pivots
+
+
+def impulse_solve(ops, space, v_minus, *, restitution, damping):
+    """(v+, impulses, pivots) with M (v+ - v-) = G^T impulses and G v+ + damping impulses =
+    -restitution G v-, for `space` = constraint_space(...): with restitution 0, the velocity
+    nearest v- in M's metric that the constraints allow."""
+    G, _, K, factor = space
     impulses, pivots = ldl_solve(ops, _damped(K, damping), [-(1 + restitution[0]) * _dot(row, v_minus) for row in G])
     jump = factor.solve(transpose_times(G, impulses))
-    return [a + b for a, b in zip(v_minus, jump)] + impulses + pivots
+    return [a + b for a, b in zip(v_minus, jump)], impulses, pivots
 
 
 def _damped(K, damping):

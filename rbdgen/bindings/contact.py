@@ -133,9 +133,10 @@ def unclear_pivots(pivots):
     return ~(pivots > 1e-12 * np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
 
 
-def refuse_redundant(pivots, damping, contacts):
-    """ValueError when the contact-space matrix of `contacts` had a pivot that is not clearly
-    positive (the C computed the numbers regardless; they are not returned)."""
+def refuse_redundant(pivots, damping, contacts, what="contacts"):
+    """ValueError when the contact-space matrix of `contacts` (or of the loops, with
+    what="loops") had a pivot that is not clearly positive (the C computed the numbers
+    regardless; they are not returned)."""
     if damping > 0:
         return
     if pivots.ndim == 1:   # one state: plain floats are quicker than NumPy on a few numbers
@@ -147,8 +148,26 @@ def refuse_redundant(pivots, damping, contacts):
     if unclear.any():
         state = int(np.argmax(unclear))
         where = f" (state {state} of the batch)" if pivots.ndim == 2 and len(pivots) > 1 else ""
-        raise ValueError(f"contacts are redundant: {', '.join(contacts)} give a singular G M^-1 G^T{where}; "
+        raise ValueError(f"{what} are redundant: {', '.join(contacts)} give a singular G M^-1 G^T{where}; "
                          "pass damping > 0 for a damped least-squares solve")
+
+
+def project_configuration(q, residual, jacobian, integrate, *, tol, iterations):
+    """q (one state or a batch) moved onto the loops of a closed chain by Newton's steps: dq =
+    -G^+ residual (the least-norm step in the tangent space, G's singular values below 1e-8 of
+    the largest taken as zero: loops closed in a plane have redundant rows, whose residual is
+    of second order), q <- integrate(q, dq), until every residual is at most `tol`. ValueError
+    when `iterations` steps do not get there."""
+    q = np.array(q, dtype=float)
+    for _ in range(iterations + 1):
+        r = residual(q)
+        worst = float(np.abs(r).max(initial=0.0))
+        if worst <= tol:
+            return q
+        dq = -(np.linalg.pinv(jacobian(q), rcond=1e-8) @ r[..., None])[..., 0]
+        q = integrate(q, dq)
+    raise ValueError(f"project_configuration: the loops' residual is still {worst:.3g} after {iterations} Newton "
+                     "steps; start nearer a closed configuration, or allow more iterations")
 
 
 def _times(A, x):

@@ -1,27 +1,21 @@
 /* The Python entry points of a generated module (rbdgen/bindings): fixed code, the same for
    every robot, included by the module's rbdgen_<robot>_calls.c after its tables of data.
 
-   cffi asks for one buffer per argument from Python, which made a call from Python slower
-   than Pinocchio's (docs/performance.md, calls from Python). Four entry points take the common call (float64
-   C-contiguous vectors of the right length, a float for a parameter such as dt, a frame by
-   name, an out= the Python function would take) straight from the interpreter's vectorcall: `call` for
-   every function of states, `call_frame` for every frame quantity, `call_point` for the
-   points of frames, `call_declared` for the functions of the declared contacts. `call` also
-   takes the common batch (B x n float64 arrays, threads=), which through the Python
-   function cost several times a small batch's work.
-   Any other call (and an out= that overlaps an input) goes to the Python function given at
-   creation, which converts, batches and raises the errors. Arrays are read and made through
-   NumPy's C interface: a result costs one allocation, its parts are views (as the Python
-   function returns them).
-
-   Every generated function is called through its uniform entry (rbdgen_function_t's eval and
-   eval_batch, the module's header), whatever its inputs.
+   cffi asks for one buffer per argument, which made a call from Python slower than
+   Pinocchio's (docs/performance.md, calls from Python). Four entry points take the common call
+   (float64 C-contiguous vectors of the right length, a float for a parameter such as dt, a
+   frame by name, an out= the Python function would take) straight from the vectorcall: `call`
+   (every function of states, and its common batch: B x n float64 arrays, threads=),
+   `call_frame`, `call_point` and `call_declared`. Any other call goes to the Python function
+   given at creation, which converts, batches and raises the errors. Arrays are read and made
+   through NumPy's C interface (a result one allocation, its parts views); every generated
+   function is called through its uniform entry (rbdgen_function_t's eval and eval_batch).
 
    The including file defines, before including entry_points.h: RBDGEN_MAX_PARTS and
-   RBDGEN_MAX_INPUTS, and includes the module's header; after it:
-   RBDGEN_FUNCTIONS, RBDGEN_FRAME_KINDS, RBDGEN_POINT_KINDS, RBDGEN_DECLARED and RBDGEN_FRAMES
-   (counts), and the tables functions[], frame_kinds[], point_kinds[], declared[], frame_body[]
-   and frame_placement[] (each with one unused row when empty). */
+   RBDGEN_MAX_INPUTS, and includes the module's header; after it: RBDGEN_FUNCTIONS,
+   RBDGEN_FRAME_KINDS, RBDGEN_POINT_KINDS, RBDGEN_DECLARED and RBDGEN_FRAMES (counts), and the
+   tables functions[], frame_kinds[], point_kinds[], declared[], frame_body[] and
+   frame_placement[] (each with one unused row when empty). */
 
 
 
@@ -29,11 +23,10 @@ static PyObject *frame_rows;    /* frame name -> row of frame_body and frame_pla
 
 #include "rbdgen_arrays.c"
 
-/* The keywords the entry points take: out= (into *given; None leaves it NULL) and, when
-   `threads` is not NULL, threads= (into *threads: an int from 0 to 256, which the Python
-   function accepts on any machine; 0 when not given), and when `params` is not NULL, params=
-   (into *params; None leaves it NULL). 1 when kwnames holds only those, 0 for any other keyword
-   or value (the call goes to the Python function, which also raises the errors). */
+/* The keywords the entry points take: out= (into *given; None leaves it NULL), when `threads`
+   is not NULL threads= (into *threads: an int from 0 to 256, which the Python function accepts
+   on any machine; 0 when not given), when `params` is not NULL params= (None leaves it NULL).
+   1 when kwnames holds only those, 0 for any other keyword or value (to the Python function). */
 static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads,
                     PyObject **params)
 {
@@ -120,6 +113,24 @@ static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int
     return written_into(given, 1, ndim, shape, 0);
 }
 
+/* Whether each of `count` states' pivots of G M^-1 G^T (a contact or loop solve's last part) are
+   clearly positive: otherwise the Python function says why. */
+static int pivots_clear(const function_t *f, const double *out, Py_ssize_t count)
+{
+    const Py_ssize_t first = f->start[f->nparts - 1];
+    for (Py_ssize_t s = 0; s < count; ++s) {
+        const double *state = out + s * f->out_size;
+        double largest = 0.0;
+        int clear = 1;
+        for (Py_ssize_t i = first; i < f->out_size; ++i)
+            largest = fmax(largest, state[i]);
+        for (Py_ssize_t i = first; i < f->out_size && clear; ++i)
+            clear = state[i] > 1e-12 * largest;   /* NaN is not clear either */
+        if (!clear) return 0;
+    }
+    return 1;
+}
+
 /* A batch in the common call: every state input a (B, n) array as rows_of takes it, the
    parameters floats, out= as batch_target takes it. The C batch runs without the GIL, as
    cffi's call does. NULL without an exception: not the common batch. */
@@ -148,8 +159,8 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     Py_BEGIN_ALLOW_THREADS
     c->eval_batch((long)count, threads, in, &out, -1);
     Py_END_ALLOW_THREADS
-    if (f->solves && !all_finite(out, count * f->out_size)) {   /* the Python function says why */
-        Py_DECREF(flat);
+    if ((f->solves && !all_finite(out, count * f->out_size)) || (f->pivots && !pivots_clear(f, out, count))) {
+        Py_DECREF(flat);   /* the Python function says why */
         return NULL;
     }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
@@ -218,8 +229,8 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     c->eval(in, &out, -1);
-    if (f->solves && !all_finite(out, f->out_size)) {   /* the Python function says why */
-        Py_DECREF(flat);
+    if ((f->solves && !all_finite(out, f->out_size)) || (f->pivots && !pivots_clear(f, out, 1))) {
+        Py_DECREF(flat);   /* the Python function says why */
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
@@ -379,7 +390,7 @@ static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t
     const double *in[RBDGEN_MAX_INPUTS];
     const double zero = 0.0;
     int states = 0;
-    double largest = 0.0, *out;
+    double *out;
     PyObject *given = NULL, *flat;
     for (int i = 0; i < c->n_in; ++i)
         states += !c->shared_in[i];
@@ -399,17 +410,9 @@ static PyObject *call_declared(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_DECREF(flat);
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     }
-    if (f->pivots) {
-        const Py_ssize_t first = f->start[f->nparts - 1];
-        int clear = 1;
-        for (Py_ssize_t i = first; i < f->out_size; ++i)
-            largest = fmax(largest, out[i]);
-        for (Py_ssize_t i = first; i < f->out_size; ++i)
-            clear = clear && out[i] > 1e-12 * largest;   /* NaN is not clear either */
-        if (!clear) {
-            Py_DECREF(flat);
-            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-        }
+    if (f->pivots && !pivots_clear(f, out, 1)) {
+        Py_DECREF(flat);
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     }
     return result_of(flat, f->nparts - f->pivots, f->start, f->ndim, f->shape, -1);
 }

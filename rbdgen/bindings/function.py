@@ -21,9 +21,9 @@ class Module:
     from_buffer, the model parameters (_arguments.Parameters), each function's operation count
     and nq."""
 
-    def __init__(self, here, lib, buffer, parameters, operations, nq):
+    def __init__(self, here, lib, buffer, parameters, operations, nq, *, loops=()):
         self.here, self.lib, self.buffer, self.parameters = here, lib, buffer, parameters
-        self.operations, self.nq = operations, nq
+        self.operations, self.nq, self.loops = operations, nq, loops
         # what a call given params= is told when the module has none
         self.hints = {} if parameters.names else {"params": "this module has no model parameters; build it with "
                                                             "--parameters"}
@@ -128,6 +128,9 @@ class Function:
             unclear = _contact.unclear_pivots(rows[:, self.pivots:])
             if unclear.any():
                 _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, self.param_names)
+                if not self.description.declared:   # (the public function of declared contacts names them)
+                    damping = float(_np.ravel(args[self.names.index("damping")])[0])
+                    _contact.refuse_redundant(rows[:, self.pivots:], damping, self.module.loops, "loops")
                 return
         if bad.any():
             _arguments.solved(values, inputs, params_given, self.param_names)

@@ -48,6 +48,7 @@ nv = _META["nv"]
 joint_names = tuple(j["name"] for j in _META["joints"])
 frames = tuple(_META["frames"])
 contacts = tuple(c["spec"] for c in _META["contacts"])   # declared at build time
+loops = tuple(loop["name"] for loop in _META["loops"])   # the closed chain's loop closures
 _DECLARED = contacts   # (the functions of contacts take a `contacts` argument of their own)
 operation_counts = {k: v["operations"] for k, v in _META["functions"].items()}
 # The model parameters every function takes last, as `params` (rbdgen build --parameters): one
@@ -74,7 +75,8 @@ def check_params(params):
 
 _DESCRIPTIONS = _description.read(_META["functions"])
 _CALL_KEYWORDS = _description.MODULE_KEYWORDS   # every public function's last keywords
-_FUNCTIONS = _function.Module(_HERE, _lib, _buf, _PARAMETERS, operation_counts, nq)
+_FUNCTIONS = _function.Module(_HERE, _lib, _buf, _PARAMETERS, operation_counts, nq,
+                              loops=tuple(loop["name"] for loop in _META["loops"]))
 _TABLE = _FUNCTIONS.table
 _TABLE.update({fname: _function.Function(_FUNCTIONS, d) for fname, d in _DESCRIPTIONS.items()})
 for _spec in _TABLE.values():
@@ -220,6 +222,16 @@ def contact_inertia(q, contacts=None, params=None, *, out=None, threads=0):
     return _CALL_TIME.contact_inertia(q, contacts, params=params, out=out, threads=threads)
 
 
+def project_configuration(q, tol=1e-9, iterations=20, params=None):
+    """q (or B of them) moved onto the loops of this closed chain: Newton's steps dq = -G^+
+    residual, q <- integrate(q, dq) (loop_residual, loop_jacobian and integrate in C), until
+    every |residual| is at most `tol`; ValueError when `iterations` steps do not get there."""
+    keywords = _keywords(params)
+    return _contact.project_configuration(
+        q, lambda x: loop_residual(x, **keywords), lambda x: loop_jacobian(x, **keywords),
+        lambda x, dq: integrate(x, dq, **keywords), tol=tol, iterations=iterations)
+
+
 def casadi(function, frame=None, reference=None):
     """The generated C function `function` as a casadi.Function: named inputs and outputs in
     this module's shapes (vectors are columns), evaluated by the compiled C through CasADi's
@@ -298,6 +310,7 @@ _AVAILABLE = {
     "impulse_dynamics": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "contact_inertia": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "base_parameters": "base_regressor" in _NAMES,
+    "project_configuration": {"loop_residual", "loop_jacobian", "integrate"} <= _NAMES,
     "base_parameter_map": "base_regressor" in _NAMES,
 }
 for _name, _built in _AVAILABLE.items():

@@ -53,7 +53,7 @@ def model_fingerprint(model):
     """A hash of everything the generated code depends on (exact float reprs)."""
     h = hashlib.sha256()
     parts = [repr(model.name), repr(model.gravity), repr(model.full.armature), repr(model.full.damping),
-             repr(model.parameters)]
+             repr(model.parameters), repr(model.loops)]
     for i, joint in enumerate(model.joints):
         parts.append(repr((joint.name, joint.type, sorted(vars(joint.model).items()), model.parent[i],
                            model.X_T[i], model.inertia[i])))

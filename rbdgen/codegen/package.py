@@ -61,6 +61,8 @@ def metadata(build, extension, datas):
         "frames": {f.name: {"body": f.body, "placement": [float(x) for x in placement_entries(f.placement)]}
                    for f in frames},
         "contacts": [{"spec": c.describe(), "frame": c.frame, "kind": c.kind, "rows": c.rows} for c in contacts],
+        # the loop closures of a closed chain (Model.loops): two frames held together
+        "loops": [{"name": loop.name, "a": loop.a, "b": loop.b, "kind": loop.kind} for loop in model.loops],
         # every fact the Python binding needs (rbdgen/bindings/runtime.py reads them)
         "references": list(REFERENCE_FRAMES),
         "points": {name: point.to_json() for name, point in POINTS.items()},

@@ -50,6 +50,17 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Loop:
+    """A loop closure: frames `a` and `b` (on two bodies) held together, their origins ("3d")
+    or the frames themselves ("6d") (rbdgen.algorithms.loops)."""
+
+    name: str
+    a: str
+    b: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Model:
     name: str
     joints: tuple
@@ -68,6 +79,8 @@ class Model:
     # rbdgen.model.parameters: inertia:LINK, payload:FRAME, gravity, ...): every function then
     # takes their values, `params`, after its own inputs. Empty: the model's numbers are constants.
     parameters: tuple = ()
+    # Loop closures (Loop rows): a closed chain's joints that the spanning tree leaves out
+    loops: tuple = ()
     _frame_index: dict = field(default=None, repr=False, compare=False)
     _full: "Model" = field(default=None, repr=False, compare=False)   # set by model.mimic.with_mimic
 
@@ -182,8 +195,9 @@ class ModelBuilder:
     def frame_names(self):
         return set(self._frames)
 
-    def add_body(self, parent, joint, joint_name=None, body_name=None, X_T=None, inertia=None):
-        """Add a body moved by `joint` (a JointModel) under `parent`; returns its index."""
+    def add_body(self, parent, joint, joint_name=None, body_name=None, X_T=None, inertia=None, *, frame=None):
+        """Add a body moved by `joint` (a JointModel) under `parent`; returns its index. Its
+        name is a frame at `frame` on it (default: the joint's frame, the body's)."""
         if not isinstance(joint, JointModel):
             raise ModelError(f"joint {joint_name!r}: {joint!r} is not a joint model; use one of rbdgen.model.joints")
         index = len(self._joints)
@@ -202,7 +216,7 @@ class ModelBuilder:
         self._X_T.append(placement)
         self._inertia.append(inertia)
         self._bodies.append(body_name)
-        self._frames[body_name] = Frame(body_name, index, Transform())
+        self._frames[body_name] = Frame(body_name, index, frame or Transform())
         return index
 
     def add_fixed_body(self, parent, body_name, X_T=None, inertia=None):
@@ -220,8 +234,13 @@ class ModelBuilder:
         """A named frame (no inertia) on a body or frame."""
         return self.add_fixed_body(parent, name, placement)
 
-    def finish(self):
+    def finish(self, loops=()):
+        """The Model; `loops`: its Loop rows, between frames added before."""
         _check_finite(self)
+        for loop in loops:
+            for name in (loop.a, loop.b):
+                if name not in self._frames:
+                    raise ModelError(f"loop {loop.name!r}: frame {name!r} is not a frame of the model; add it first")
         exact_transform = lambda X: Transform(snap_orthonormal(X.E),
                                                tuple(_exact(x) for x in X.r))
         frames = tuple(Frame(f.name, f.body, exact_transform(f.placement)) for f in self._frames.values())
@@ -234,6 +253,7 @@ class ModelBuilder:
             inertia=tuple(I.map(_exact) for I in self._inertia),
             frames=frames,
             gravity=tuple(_exact(g) for g in self.gravity),
+            loops=tuple(loops),
             _frame_index={f.name: k for k, f in enumerate(frames)},
         )
 

@@ -1,7 +1,8 @@
-"""Where robots are described: URDF, xacro (expanded by the PyPI xacro package, no ROS needed)
-and MJCF (compiled by MuJoCo), read into one Model. `load_model` tells them apart by the file:
-a .xacro name, a xacro element or a ${...} / $(...)
-substitution is xacro (a namespace declaration alone is not), a <mujoco> root is MJCF, anything else URDF.
+"""Where robots are described: URDF, xacro (expanded by the PyPI xacro package, no ROS needed),
+MJCF (compiled by MuJoCo) and SDFormat (read here, closed chains included), read into one Model.
+`load_model` tells them apart by the file: a .xacro name, a xacro element or a ${...} / $(...)
+substitution is xacro (a namespace declaration alone is not), a <mujoco> root is MJCF, an <sdf>
+root SDFormat, anything else URDF.
 """
 
 import contextlib
@@ -17,7 +18,7 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 
 
 def source_kind(path):
-    """"urdf", "xacro" or "mjcf", from the file's name and what it contains."""
+    """"urdf", "xacro", "mjcf" or "sdf", from the file's name and what it contains."""
     if str(path).endswith(".xacro"):
         return "xacro"
     return "xacro" if xacro_use(path) else _root_kind(path)
@@ -26,7 +27,7 @@ def source_kind(path):
 def _root_kind(path):
     try:
         for _, element in ET.iterparse(path, events=("start",)):
-            return "mjcf" if element.tag == "mujoco" else "urdf"
+            return {"mujoco": "mjcf", "sdf": "sdf"}.get(element.tag, "urdf")
     except (ET.ParseError, OSError):
         pass
     return "urdf"    # the URDF reader says what is wrong with it
@@ -64,7 +65,7 @@ def xacro_use(path):
 
 def load_model(path, floating_base=False, *, strict=False, mimic=False, armature=None, xacro_args=None,
                packages=None, files_read=None):
-    """The Model of a URDF, xacro or MJCF file.
+    """The Model of a URDF, xacro, MJCF or SDFormat file.
 
     floating_base: a free-flyer root for a URDF or xacro (an MJCF says itself which bodies
     are free); strict, mimic: as load_urdf; armature: {joint: rotor inertia} added to (for MJCF:
@@ -84,6 +85,13 @@ def load_model(path, floating_base=False, *, strict=False, mimic=False, armature
         model = load_mjcf(path)
         if files_read is not None:
             files_read.extend(mjcf_files(path))
+        return with_joint_dynamics(model, armature=armature) if armature else model
+    if kind == "sdf":
+        if floating_base or mimic:
+            raise ModelError(f"{path}: --floating-base and --mimic are for URDF; an SDFormat model floats unless a "
+                             "joint attaches it to the world")
+        from .sdf import load_sdf
+        model = load_sdf(path)
         return with_joint_dynamics(model, armature=armature) if armature else model
     if kind == "xacro":
         text = expand_xacro(path, xacro_args, packages, files_read)

@@ -158,6 +158,13 @@ _TABLE = {spec.name: _from_table(spec) for spec in _table.FUNCTIONS if not spec.
 globals().update(_TABLE)
 
 
+def project_configuration(model, q, tol=1e-9, iterations=20, params=None):
+    """q moved onto the loops of a closed chain, as the module's project_configuration."""
+    return _contact.project_configuration(
+        q, lambda x: loop_residual(model, x, params=params), lambda x: loop_jacobian(model, x, params=params),
+        lambda x, dq: integrate(model, x, dq, params=params), tol=tol, iterations=iterations)
+
+
 def to_mujoco(model, q, v=None):
     """(qpos, qvel) in MuJoCo's layout (rbdgen.model.conventions), as module.to_mujoco."""
     return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)

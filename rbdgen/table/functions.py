@@ -9,8 +9,8 @@ which is the algorithm itself for a model without mimic joints and maps it to th
 coordinates otherwise; sizes are the model's (nq, nv).
 """
 
-from ..algorithms import (configuration, constrained, derivatives, kinematics, mimic, minv, parameter_derivatives,
-                          regressor, rnea_derivatives)
+from ..algorithms import (configuration, constrained, derivatives, kinematics, loops, mimic, minv,
+                          parameter_derivatives, regressor, rnea_derivatives)
 from ..algorithms.solves import Block, FactorSolve
 from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
@@ -266,6 +266,35 @@ FUNCTIONS.append(FunctionSpec(
     "The equation of motion's terms (M, nle) in one program: the kinematics is computed once.", cost=3,
     parts=lambda m: (("M", (m.nv, m.nv)), ("nle", (m.nv,)))))
 
+# The loop closures of a closed chain (Model.loops: SDFormat's loop joints): built by default
+# for a model with loops, and only for one.
+_LOOP_ROWS = lambda m: loops.rows(m)
+FUNCTIONS += [
+    FunctionSpec("loop_residual", ("q",), lambda m: (_LOOP_ROWS(m),), loops.loop_residual,
+                 "The loops' residual, world axes: for each, p_a - p_b (and for 6d the rotation error "
+                 "vee(R_a R_b^T - R_b R_a^T) / 2): zero where the loops are closed.", needs_loops=True),
+    FunctionSpec("loop_jacobian", ("q",), lambda m: (_LOOP_ROWS(m), m.nv), loops.loop_jacobian,
+                 "The loops' Jacobian G: frame a's rows of the local_world_aligned frame Jacobian minus frame "
+                 "b's (the residual's rate is G v).", needs_loops=True),
+    FunctionSpec("loop_gamma", ("q", "v"), lambda m: (_LOOP_ROWS(m),), loops.loop_gamma,
+                 "gamma = -G-dot v of the loops: G q-ddot = gamma keeps closed loops closed.", needs_loops=True),
+    FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
+                 lambda m: (m.nv + 2 * _LOOP_ROWS(m),),
+                 lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics(m, ops, q, v, tau, kp=kp, kd=kd,
+                                                                                 damping=d),
+                 "Forward dynamics of the closed chain: q-ddot, the loops' multipliers lambda (M q-ddot = tau - nle "
+                 "+ G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = gamma - kd G v - kp "
+                 "residual (Baumgarte); damping > 0 regularizes redundant loops.",
+                 parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (_LOOP_ROWS(m),)), ("pivots", (_LOOP_ROWS(m),))),
+                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=4),
+    FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * _LOOP_ROWS(m),),
+                 lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d),
+                 "The velocity nearest v in M's metric that the loops allow (G v+ = 0), the impulses "
+                 "(M (v+ - v) = G^T impulses) and the pivots of G M^-1 G^T + damping: for initial states.",
+                 parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (_LOOP_ROWS(m),)), ("pivots", (_LOOP_ROWS(m),))),
+                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=3),
+]
+
 BY_NAME = {f.name: f for f in FUNCTIONS}
 
 
@@ -333,6 +362,7 @@ def lookup(name, contacts=()):
 DEFAULT = tuple(f.name for f in FUNCTIONS)
 # The functions of declared contacts, by name (their specs depend on the contacts)
 CONTACT_NAMES = tuple(spec.name for spec in contact_functions(()))
+LOOP_NAMES = tuple(spec.name for spec in FUNCTIONS if spec.needs_loops)
 # Above this many velocity coordinates a default build leaves the costly functions out: Talos'
 # (nv = 38) Christoffel symbols alone are more operations than all its default functions
 # together (docs/performance.md, Christoffel symbols).
@@ -353,6 +383,8 @@ def select(names=None, model=None, contacts=()):
     singular = model is not None and model.massless_joints()
     parameters = model is not None and bool(model.parameters)
     moving = model is not None and changes_kinematics(model.parameters)
+    if model is not None and not model.loops:
+        table = [f for f in table if not f.needs_loops]
     if names is None:
         big = model is not None and model.full.nv > COSTLY_MAX_NV   # the tree's: mimic joints are computed too
         return [f for f in table if f.default and not (singular and f.solves) and not (big and f.costly)
@@ -360,7 +392,8 @@ def select(names=None, model=None, contacts=()):
     known = [f.name for f in table]
     unknown = [n for n in names if n not in known]
     if unknown:
-        needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else ""
+        needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else \
+            " (it needs a closed chain: an SDFormat loop joint)" if unknown[0] in LOOP_NAMES else ""
         raise CodegenError(f"unknown algorithm {unknown[0]!r}{needs}; choose from {', '.join(known)}")
     unparametric = [f.name for f in table if f.name in names and f.parametric] if model is not None and not parameters else []
     if unparametric:

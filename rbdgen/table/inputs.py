@@ -52,6 +52,11 @@ INPUTS = {row.name: row for row in (
           sample=_constant(0.5)),
     Input("q1", lambda m: m.nq, "a second configuration", sample=lambda model, rng, batch, draw: draw(1)[0]),
     Input("dt", lambda m: 1, "a time step", SETTING, SHARED, default=1.0, sample=_constant(0.37)),
+    # Baumgarte's gains of constrained dynamics: G q-ddot = gamma - kd G v - kp residual
+    Input("kp", lambda m: 1, "the loops' position gain (Baumgarte)", SETTING, SHARED, default=0.0,
+          sample=_constant(9.0)),
+    Input("kd", lambda m: 1, "the loops' velocity gain (Baumgarte)", SETTING, SHARED, default=0.0,
+          sample=_constant(4.0)),
     # Taken by every function of a model with parameters (FunctionSpec.arguments), last. One set
     # per state in C; the binding also takes one vector for a whole batch, and none (nominal).
     Input("params", lambda m: len(parameters_of(m)), "the model parameters (param_names; default nominal_params)",

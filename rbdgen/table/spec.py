@@ -91,6 +91,7 @@ class FunctionSpec:
     reference: str = None    # ... and the reference frame of this program (None: it takes none)
     default_reference: str = None
     family_doc: str = None   # ... and the public function's documentation
+    needs_loops: bool = False   # of a model's loop closures (Model.loops): built for a model with loops only
     part_roles: tuple = ()   # (part name, role) of the parts that are not values (description.PIVOTS)
     overloads: tuple = ()    # description.Overload rows: public keywords that call another function
 

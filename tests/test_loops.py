@@ -1,0 +1,187 @@
+"""Closed chains (rbdgen/algorithms/loops.py): the loops' residual, Jacobian and gamma against
+central differences of one another, constrained dynamics against Pinocchio's constraintDynamics
+(RigidConstraintModel between two joints, LOCAL_WORLD_ALIGNED, exact solve) on a spatial
+four-bar and on Cassie's four loops, Baumgarte's gains as an identity, and a generated module
+(C, batches, CasADi, JAX) against the reference."""
+
+import numpy as np
+import pytest
+
+import rbdgen
+from rbdgen import reference
+from rbdgen.model.sdf import model_from_sdf
+from test_sdf import INERTIA, cassie_path
+
+pin = pytest.importorskip("pinocchio")
+
+REL_TOL_PINOCCHIO = 1e-9      # the same solve in another order
+LOOP_ALGORITHMS = ["loop_residual", "loop_jacobian", "loop_gamma", "constrained_dynamics", "project_velocity",
+                   "integrate", "rnea", "aba"]
+FD_STEP, FD_TOL = 1e-6, 1e-7  # central differences
+
+
+def spatial_four_bar():
+    """Three revolute joints about three different axes and a ball joint closing the loop: G
+    (3 x 3) has full rank at almost every q."""
+    link = lambda name, x, y, z: (f'<link name="{name}"><pose>{x} {y} {z} 0 0 0</pose><inertial><pose>0.05 0.1 0.02 '
+                                  f'0.1 0.2 0.3</pose><mass>0.8</mass>{INERTIA.format(0.02, 0.015, 0.01, 0.001)}'
+                                  f'</inertial></link>')
+    joint = lambda name, parent, child, axis: (f'<joint name="{name}" type="revolute"><parent>{parent}</parent>'
+                                               f'<child>{child}</child><axis><xyz>{axis}</xyz></axis></joint>')
+    return f"""<sdf version="1.9"><model name="spatial_four_bar">
+  {link("ground", 0, 0, 0)}<joint name="anchor" type="fixed"><parent>world</parent><child>ground</child></joint>
+  {link("crank", 0, 0, 0)}{joint("crank_joint", "ground", "crank", "0 0 1")}
+  {link("arm", 0.3, 0, 0)}{joint("arm_joint", "crank", "arm", "1 0 0")}
+  {link("rocker", 0.6, 0.4, 0.3)}{joint("rocker_joint", "ground", "rocker", "0 1 0")}
+  <joint name="close" type="ball"><pose relative_to="rocker">-0.3 0 0 0 0 0</pose><parent>arm</parent>
+    <child>rocker</child></joint>
+</model></sdf>"""
+
+
+def pinocchio_of(model):
+    """Pinocchio's model of an rbdgen model of revolute, ball and free-flyer joints, and its
+    loops as rigid constraints (LOCAL_WORLD_ALIGNED, between the two frames' joints)."""
+    pm = pin.Model()
+    for i, joint in enumerate(model.joints):
+        X = model.X_T[i]
+        kind = {"revolute": lambda: pin.JointModelRevoluteUnaligned(np.array(joint.model.axis, dtype=float)),
+                "free_flyer": pin.JointModelFreeFlyer, "spherical": pin.JointModelSpherical}[joint.type]()
+        index = pm.addJoint(model.parent[i] + 1, kind, pin.SE3(np.array(X.E, dtype=float).T, np.array(X.r, dtype=float)),
+                            joint.name)
+        I = model.inertia[i]
+        c = np.array(I.h, dtype=float) / I.m
+        I_com = np.array(I.I, dtype=float) - I.m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        pm.appendBodyToJoint(index, pin.Inertia(float(I.m), c, I_com), pin.SE3.Identity())
+    constraints = pin.StdVec_RigidConstraintModel()
+    for loop in model.loops:
+        ends = []
+        for name in (loop.a, loop.b):
+            f = model.frame(name)
+            ends += [f.body + 1, pin.SE3(np.array(f.placement.E, dtype=float).T, np.array(f.placement.r, dtype=float))]
+        kind = pin.ContactType.CONTACT_3D if loop.kind == "3d" else pin.ContactType.CONTACT_6D
+        constraints.append(pin.RigidConstraintModel(kind, pm, *ends, pin.LOCAL_WORLD_ALIGNED))
+    return pm, constraints
+
+
+def random_state(model, rng):
+    q = rng.normal(size=model.nq) * 0.3
+    if model.joints[0].type == "free_flyer":
+        q[3:7] /= np.linalg.norm(q[3:7])
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def integrate(model, q, dq):
+    return reference.integrate(model, q, dq)
+
+
+@pytest.fixture(scope="module", params=["spatial four-bar", "cassie"])
+def closed(request):
+    return model_from_sdf(spatial_four_bar()) if request.param == "spatial four-bar" else \
+        rbdgen.load_model(cassie_path())
+
+
+def test_residual_jacobian_and_gamma_agree(closed):
+    """d residual / dt = G v and d (G v) / dt = G q-ddot - gamma, by central differences along
+    (v, q-ddot)."""
+    model, rng = closed, np.random.default_rng(5)
+    q, v, a = random_state(model, rng)
+    G = reference.loop_jacobian(model, q)
+    step = lambda h: integrate(model, q, h * v)
+    rate = (reference.loop_residual(model, step(FD_STEP)) - reference.loop_residual(model, step(-FD_STEP))) / (2 * FD_STEP)
+    np.testing.assert_allclose(rate, G @ v, rtol=0, atol=FD_TOL * max(1, np.abs(G @ v).max()))
+    moved = lambda h: reference.loop_jacobian(model, integrate(model, q, h * v)) @ (v + h * a)
+    accel = (moved(FD_STEP) - moved(-FD_STEP)) / (2 * FD_STEP)
+    want = G @ a - reference.loop_gamma(model, q, v)
+    np.testing.assert_allclose(accel, want, rtol=0, atol=FD_TOL * max(1, np.abs(want).max()))
+
+
+def test_constrained_dynamics_equals_pinocchio(closed):
+    model, rng = closed, np.random.default_rng(7)
+    pm, constraints = pinocchio_of(model)
+    pd = pm.createData()
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+    pin.initConstraintDynamics(pm, pd, constraints, datas)
+    exact = pin.ProximalSettings(1e-14, 0.0, 1)
+    for _ in range(3):
+        q, v, _ = random_state(model, rng)
+        tau = rng.normal(size=model.nv)
+        qdd, lam, pivots = reference.constrained_dynamics(model, q, v, tau)
+        want = pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, exact)
+        np.testing.assert_allclose(qdd, want, rtol=0, atol=REL_TOL_PINOCCHIO * max(1, np.abs(want).max()))
+        assert (pivots > 0).all()
+        # M q-ddot = tau - nle + G^T lambda
+        np.testing.assert_allclose(reference.crba(model, q) @ qdd, tau - reference.nle(model, q, v)
+                                   + reference.loop_jacobian(model, q).T @ lam, rtol=0, atol=1e-9 * np.abs(tau).max())
+
+
+def test_baumgarte_gains_steer_the_residual(closed):
+    """G q-ddot = gamma - kd G v - kp residual, with the gains given."""
+    model, rng = closed, np.random.default_rng(9)
+    q, v, _ = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    qdd, _, _ = reference.constrained_dynamics(model, q, v, tau, kp=25.0, kd=10.0)
+    G = reference.loop_jacobian(model, q)
+    want = reference.loop_gamma(model, q, v) - 10.0 * G @ v - 25.0 * reference.loop_residual(model, q)
+    np.testing.assert_allclose(G @ qdd, want, rtol=0, atol=1e-9 * max(1, np.abs(want).max()))
+
+
+def test_a_planar_four_bar_is_redundant_unless_damped(tmp_path):
+    """A ball joint closing a planar four-bar constrains the normal to the plane twice: the
+    module refuses the numbers without damping, and solves the damped system with it."""
+    from test_sdf import four_bar
+    path = tmp_path / "four_bar.sdf"
+    path.write_text(four_bar())
+    module = rbdgen.build(str(path), out_dir=str(tmp_path), algorithms=["constrained_dynamics", "loop_residual"])
+    q, v, tau = np.array([0.1, -0.2, 0.3]), np.array([0.5, 0.1, -0.3]), np.array([0.2, 0.0, -0.1])
+    with pytest.raises(ValueError, match="loops are redundant: close .* damping > 0"):
+        module.constrained_dynamics(q, v, tau)
+    qdd, lam, pivots = module.constrained_dynamics(q, v, tau, damping=1e-8)
+    assert np.isfinite(qdd).all() and (pivots > 0).all()
+
+
+def test_a_generated_closed_chain_module(tmp_path):
+    """The spatial four-bar's module (verified against the reference when built): its functions
+    in batches, through CasADi and JAX."""
+    path = tmp_path / "spatial_four_bar.sdf"
+    path.write_text(spatial_four_bar())
+    module = rbdgen.build(str(path), out_dir=str(tmp_path), algorithms=LOOP_ALGORITHMS)
+    assert module.loops == ("close",)
+    model = model_from_sdf(spatial_four_bar())
+    rng = np.random.default_rng(11)
+    Q, V, TAU = (rng.normal(size=(4, 3)) * s for s in (0.3, 1.0, 1.0))
+    qdd, lam, pivots = module.constrained_dynamics(Q, V, TAU, 4.0, 2.0, 0.0)
+    for k in range(4):
+        want = reference.constrained_dynamics(model, Q[k], V[k], TAU[k], kp=4.0, kd=2.0)
+        np.testing.assert_allclose(qdd[k], want[0], rtol=0, atol=1e-10 * max(1, np.abs(want[0]).max()))
+        np.testing.assert_allclose(module.loop_jacobian(Q[k]), reference.loop_jacobian(model, Q[k]), rtol=0, atol=1e-12)
+    near = module.project_configuration(0.02 * rng.normal(size=(5, 3)))   # a batch, in C but for Newton's steps
+    assert np.abs(module.loop_residual(near)).max() <= 1e-9
+    v_plus, _, _ = module.project_velocity(near, V[:1].repeat(5, axis=0), 0.0)
+    assert np.abs(np.einsum("bij,bj->bi", module.loop_jacobian(near), v_plus)).max() <= 1e-9
+    casadi = pytest.importorskip("casadi")
+    f = module.casadi("constrained_dynamics")
+    assert f.name_in() == ["q", "v", "tau", "kp", "kd"]
+    got = f(Q[0], V[0], TAU[0], 4.0, 2.0)
+    np.testing.assert_allclose(got[0].full().ravel(), qdd[0], rtol=0, atol=1e-12)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    residual = jax.jit(module.jax("loop_residual"))
+    np.testing.assert_allclose(residual(Q), module.loop_residual(Q), rtol=0, atol=1e-14)
+
+
+def test_states_projected_onto_the_loops(closed):
+    """project_configuration closes the loops from a nearby q (Newton's steps); project_velocity
+    gives the velocity nearest v (in M's metric) that keeps them closed."""
+    model, rng = closed, np.random.default_rng(13)
+    q0 = np.zeros(model.nq)
+    if model.joints[0].type == "free_flyer":
+        q0[6] = 1.0
+    q = reference.integrate(model, q0, 0.05 * rng.normal(size=model.nv))   # (the file's pose closes the loops)
+    assert np.abs(reference.loop_residual(model, q)).max() > 1e-4
+    closed_q = reference.project_configuration(model, q)
+    assert np.abs(reference.loop_residual(model, closed_q)).max() <= 1e-9   # (tol's default)
+    v = rng.normal(size=model.nv)
+    v_plus, impulses, _ = reference.project_velocity(model, closed_q, v, damping=1e-12)
+    G, M = reference.loop_jacobian(model, closed_q), reference.crba(model, closed_q)
+    np.testing.assert_allclose(G @ v_plus + 1e-12 * impulses, 0, atol=1e-9 * np.abs(v).max())   # (damped)
+    np.testing.assert_allclose(M @ (v_plus - v), G.T @ impulses, atol=1e-9 * np.abs(M @ v).max())
