@@ -117,7 +117,8 @@ def _source_options(args):
         if not separator or not name:
             raise RbdgenError(f"--package {item!r}: expected NAME=FOLDER")
         packages[name] = folder
-    return {"armature": armature or None, "xacro_args": xacro_args or None, "packages": packages or None}
+    return {"armature": armature or None, "xacro_args": xacro_args or None, "packages": packages or None,
+            "loops": getattr(args, "loop", None) or None}
 
 
 def _lines_of(path):
@@ -170,7 +171,7 @@ def cmd_info(args):
         print(f"fixed frames: {', '.join(fixed)}")
     for loop in model.loops:
         print(f"loop {_printable(loop.name)} ({loop.kind}): frames {_printable(loop.a)} and {_printable(loop.b)} held "
-              "together (a joint the spanning tree leaves out)")
+              "together")
     if params is not None:
         print(f"parameters ({len(params)}, the layout of params): " +
               ", ".join(f"{_printable(n)}={x:g}" for n, x in zip(params.names, params.nominal)))
@@ -232,6 +233,8 @@ def _module_source(folder, mimic):
         read_by = "" if changed == urdf else f" (read by {urdf})"
         raise RbdgenError(f"{folder}: {changed}{read_by} changed since the module was built; verify the URDF instead")
     options = {k: source[k] for k in ("armature", "xacro_args", "packages") if isinstance(source.get(k), dict)}
+    if isinstance(source.get("loops"), list):
+        options["loops"] = source["loops"]
     return urdf, bool(source.get("floating_base")), bool(source.get("mimic", mimic)), options
 
 
@@ -336,6 +339,10 @@ def main(argv=None):
                        help="rotor inertia added to M's diagonal for the joint's coordinates (repeat it; @FILE reads "
                             "JOINT=VALUE lines); an MJCF's own armature is replaced for the joints named")
         p.add_argument("--xacro-arg", action="append", metavar="NAME:=VALUE", help="an argument of a xacro file")
+        p.add_argument("--loop", action="append", metavar="FRAME_A[@x,y,z]:FRAME_B[@x,y,z][:3d|:6d]",
+                       help="a loop closure (repeat for several): the two frames (or points in them) held together, "
+                            "3d their origins, 6d the frames; adds loop_residual, loop_jacobian, loop_gamma, "
+                            "constrained_dynamics and project_velocity")
         p.add_argument("--package", action="append", metavar="NAME=FOLDER",
                        help="the folder of a package a xacro file finds with $(find NAME)")
         p.add_argument("--parameters", action="append", metavar="SPEC[,SPEC...]",

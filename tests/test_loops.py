@@ -185,3 +185,40 @@ def test_states_projected_onto_the_loops(closed):
     G, M = reference.loop_jacobian(model, closed_q), reference.crba(model, closed_q)
     np.testing.assert_allclose(G @ v_plus + 1e-12 * impulses, 0, atol=1e-9 * np.abs(v).max())   # (damped)
     np.testing.assert_allclose(M @ (v_plus - v), G.T @ impulses, atol=1e-9 * np.abs(M @ v).max())
+
+
+def test_a_loop_stated_for_a_urdf():
+    """--loop (loops=): UR5 with its tool held at a point fixed to the world equals Pinocchio's
+    constraint dynamics; bad specs are one line naming the part that is wrong."""
+    from helpers import robot_path
+    model = rbdgen.load_model(robot_path("ur5"), loops=["tool0@0,0,0.1:world@0.3,0.2,0.5"])
+    assert [(loop.name, loop.kind) for loop in model.loops] == [("tool0@0,0,0.1:world@0.3,0.2,0.5", "3d")]
+    tool, tip = model.frame("tool0"), model.frame("loop0_a")
+    assert tip.body == tool.body
+    q = np.zeros(model.nq)
+    np.testing.assert_allclose(reference.frame_placement(model, q, "loop0_a")[1],
+                               reference.frame_placement(model, q, "tool0")[0] @ [0, 0, 0.1]
+                               + reference.frame_placement(model, q, "tool0")[1], rtol=0, atol=1e-15)
+    pm, constraints = pinocchio_of(model)
+    pd = pm.createData()
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+    pin.initConstraintDynamics(pm, pd, constraints, datas)
+    rng = np.random.default_rng(17)
+    q, v, tau = rng.normal(size=(3, model.nv))
+    qdd, _, _ = reference.constrained_dynamics(model, q, v, tau)
+    want = pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, pin.ProximalSettings(1e-14, 0.0, 1))
+    np.testing.assert_allclose(qdd, want, rtol=0, atol=REL_TOL_PINOCCHIO * np.abs(want).max())
+    for spec, words in (("tool0:nowhere", "unknown frame 'nowhere'"), ("tool0:world:5d", "'5d' is not 3d or 6d"),
+                        ("tool0@1,2:world", "three finite numbers"), ("wrist_3_link:tool0", "both frames are on body")):
+        with pytest.raises(rbdgen.ModelError, match=words):
+            rbdgen.load_model(robot_path("ur5"), loops=[spec])
+
+
+def test_rbdgen_info_with_a_loop():
+    import subprocess
+    import sys
+    from helpers import robot_path
+    done = subprocess.run([sys.executable, "-m", "rbdgen.cli", "info", robot_path("ur5"), "--loop",
+                           "tool0:world@0.3,0.2,0.5:6d"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loop tool0:world@0.3,0.2,0.5:6d (6d): frames loop0_a and loop0_b held together" in done.stdout

@@ -244,6 +244,7 @@ def load_source(urdf_path, options, progress=_noop):
               "files": {path: file_digest(path) for path in read},
               "floating_base": bool(options.floating_base), "mimic": bool(options.mimic),
               "kind": source_kind(urdf_path),
-              **{k: {str(n): v for n, v in value.items()} for k, value in reading.items()}}
+              **{k: {str(n): v for n, v in value.items()} if isinstance(value, dict) else list(value)
+                 for k, value in reading.items()}}
     progress(f"loaded {model.name}: nq={model.nq} nv={model.nv} ({time.perf_counter() - t0:.1f} s)")
     return model, source

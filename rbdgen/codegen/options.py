@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields, replace
 # The options that are lists of names; a string given for one is a list: for the functions and
 # parameters, the names it separates by commas (as on the command line), for a frame or a
 # contact ("l_sole:3d@0,0,0.01") the one name. "" is then an empty name, which the checks refuse.
-LISTS = ("algorithms", "frames", "contacts", "parameters")
+LISTS = ("algorithms", "frames", "contacts", "parameters", "loops")
 COMMA_SEPARATED = ("algorithms", "parameters")
 
 
@@ -27,6 +27,7 @@ class BuildOptions:
     armature: dict = None         # {joint: rotor inertia}
     xacro_args: dict = None       # a xacro file's arguments {name: value}
     packages: dict = None         # the folders of xacro's $(find package)
+    loops: tuple = None           # loop closures between two frames ("A@x,y,z:B:3d": rbdgen.model.closures)
     # what the module has
     name: str = None              # the module's name (default: the robot's, sanitized)
     algorithms: tuple = None      # the functions (None: the defaults for the robot)
@@ -56,12 +57,12 @@ class BuildOptions:
         and its name: what another process needs to build it again."""
         return cls(floating_base=bool(source.get("floating_base")), mimic=bool(source.get("mimic")),
                    armature=source.get("armature"), xacro_args=source.get("xacro_args"),
-                   packages=source.get("packages"), name=name, algorithms=options.get("algorithms"),
+                   packages=source.get("packages"), loops=source.get("loops"), name=name, algorithms=options.get("algorithms"),
                    frames=options.get("frames"), contacts=options.get("contacts"),
                    parameters=options.get("parameters") or None,
                    native=options.get("native", True), cse=options.get("cse", True))
 
     def reading(self):
-        """load_model's options for the file: armature, xacro_args and packages that are given."""
+        """load_model's options for the file: armature, xacro_args, packages and loops that are given."""
         return {k: v for k, v in (("armature", self.armature), ("xacro_args", self.xacro_args),
-                                  ("packages", self.packages)) if v}
+                                  ("packages", self.packages), ("loops", self.loops)) if v}

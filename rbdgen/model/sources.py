@@ -64,6 +64,18 @@ def xacro_use(path):
 
 
 def load_model(path, floating_base=False, *, strict=False, mimic=False, armature=None, xacro_args=None,
+               packages=None, loops=None, files_read=None):
+    """The Model of a URDF, xacro, MJCF or SDFormat file, with the loop closures `loops`
+    (rbdgen.model.closures: "FRAME_A[@x,y,z]:FRAME_B[@x,y,z][:3d|:6d]") added. See read_model."""
+    model = read_model(path, floating_base, strict=strict, mimic=mimic, armature=armature, xacro_args=xacro_args,
+                       packages=packages, files_read=files_read)
+    if loops:
+        from .closures import with_loops
+        model = with_loops(model, [loops] if isinstance(loops, str) else list(loops))
+    return model
+
+
+def read_model(path, floating_base=False, *, strict=False, mimic=False, armature=None, xacro_args=None,
                packages=None, files_read=None):
     """The Model of a URDF, xacro, MJCF or SDFormat file.
 
