@@ -222,3 +222,35 @@ def test_rbdgen_info_with_a_loop():
                            "tool0:world@0.3,0.2,0.5:6d"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "loop tool0:world@0.3,0.2,0.5:6d (6d): frames loop0_a and loop0_b held together" in done.stdout
+
+
+MJCF_LOOP = """<mujoco model="mjcf_loop"><worldbody>
+<body name="a"><joint name="j1" type="hinge" axis="0 0 1"/><geom type="capsule" size="0.05" fromto="0 0 0 0 0.4 0"/>
+  <body name="b" pos="0 0.4 0"><joint name="j2" type="hinge" axis="0.3 0 1"/>
+    <geom type="capsule" size="0.05" fromto="0 0 0 1 0.1 0"/></body></body>
+<body name="c" pos="1 0 0.1"><joint name="j3" type="hinge" axis="0 1 1" pos="0 0 0.05"/>
+  <geom type="capsule" size="0.05" fromto="0 0 0 0 0.5 0"/></body>
+</worldbody><equality><connect name="close" body1="b" body2="c" anchor="1 0.1 0"/>
+<weld body1="a" body2="c"/></equality></mujoco>"""
+
+
+def test_an_mjcf_connect_is_a_loop_as_mujoco_sees_it(tmp_path):
+    """<equality connect> between two bodies is a 3d loop: its residual and Jacobian equal
+    MuJoCo's constraint rows (efc_pos, efc_J) at random states; a weld is left out, with the
+    warning that names what is."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "loop.xml"
+    path.write_text(MJCF_LOOP)
+    with pytest.warns(UserWarning, match="1 equality constraints"):
+        model = rbdgen.load_model(path)
+    assert [(loop.name, loop.kind) for loop in model.loops] == [("close", "3d")]
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(19)
+    for _ in range(3):
+        d.qpos[:] = rng.normal(size=m.nq)
+        mujoco.mj_forward(m, d)
+        rows = [k for k in range(d.nefc) if d.efc_type[k] == mujoco.mjtConstraint.mjCNSTR_EQUALITY and d.efc_id[k] == 0]
+        J = d.efc_J.reshape(d.nefc, m.nv)[rows]
+        np.testing.assert_allclose(reference.loop_jacobian(model, d.qpos), J, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(reference.loop_residual(model, d.qpos), d.efc_pos[rows], rtol=0, atol=1e-12)

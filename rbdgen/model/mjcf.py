@@ -15,7 +15,9 @@ a free joint is q = [x y z qx qy qz qw], v = [linear; angular] in the body frame
 
 Armature and damping come from dof_armature and dof_damping; gravity from opt.gravity (zero
 where the model disables it).
-Left out, with one line saying so: actuators, tendons, equality constraints, contacts, joint
+An active <equality connect> between two bodies is a loop closure (Model.loops, 3d: rbdgen.
+algorithms.loops). Left out, with one line saying so: actuators, tendons, the other equality
+constraints (weld, joint, tendon, flex; connect of sites), contacts, joint
 limits, friction loss, springs, fluid forces and gravity compensation (simulation, not rigid-body
 dynamics).
 """
@@ -184,11 +186,35 @@ def model_from_mujoco(m, default_name="robot"):
         if not at_origin:   # the MuJoCo body frame, and its inertia, off the last joint's anchor
             builder.add_fixed_body(parent, body, Transform(IDENTITY, tuple(-x for x in anchor)), inertia)
         frame_of[b] = body
-    model = builder.finish()
+    loops = _connections(m, builder, frame_of, name_of)
+    model = builder.finish(loops=loops)
     model = with_joint_dynamics(model, armature=_per_joint(m, model, "dof_armature", joint_names),
                                 damping=_per_joint(m, model, "dof_damping", joint_names))
-    _note_left_out(m, model.name)
+    _note_left_out(m, model.name, m.neq - len(loops))
     return model
+
+
+def _connections(m, builder, frame_of, name_of):
+    """The loops of the model's active <equality connect> between two bodies (Model.loops, 3d):
+    frames <name>_a and <name>_b at the anchor on body1 and at the point of body2 that MuJoCo's
+    compiler found under it at qpos0 (eq_data's first and second three numbers)."""
+    import mujoco
+    from .model import Loop
+    loops = []
+    for k in range(m.neq):
+        if int(m.eq_type[k]) != mujoco.mjtEq.mjEQ_CONNECT or int(m.eq_objtype[k]) != mujoco.mjtObj.mjOBJ_BODY \
+                or not m.eq_active0[k]:
+            continue
+        label = name_of(mujoco.mjtObj.mjOBJ_EQUALITY, k, f"connect{k}")
+        ends = []
+        for side, body, anchor in (("a", m.eq_obj1id[k], m.eq_data[k][:3]), ("b", m.eq_obj2id[k], m.eq_data[k][3:6])):
+            frame = f"{label}_{side}"
+            if frame in builder.frame_names():
+                raise ModelError(f"<connect name={label!r}>: its frame {frame!r} would take the name of another; rename one")
+            builder.add_frame(frame, frame_of[int(body)], Transform(IDENTITY, tuple(float(x) for x in anchor)))
+            ends.append(frame)
+        loops.append(Loop(label, ends[0], ends[1], "3d"))
+    return tuple(loops)
 
 
 def _rotation(wxyz):
@@ -245,9 +271,10 @@ def _per_joint(m, model, field, joint_names):
     return found
 
 
-def _note_left_out(m, name):
+def _note_left_out(m, name, equalities):
     parts = []
-    for count, what in ((m.nu, "actuators"), (m.ntendon, "tendons"), (m.neq, "equality constraints")):
+    for count, what in ((m.nu, "actuators"), (m.ntendon, "tendons"),
+                        (equalities, "equality constraints (but the connects between bodies, loops)")):
         if count:
             parts.append(f"{count} {what}")
     if any(m.jnt_limited):
