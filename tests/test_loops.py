@@ -16,7 +16,7 @@ pin = pytest.importorskip("pinocchio")
 
 REL_TOL_PINOCCHIO = 1e-9      # the same solve in another order
 LOOP_ALGORITHMS = ["loop_residual", "loop_jacobian", "loop_gamma", "constrained_dynamics", "project_velocity",
-                   "integrate", "rnea", "aba"]
+                   "constrained_dynamics_derivatives", "integrate", "rnea", "aba"]
 FD_STEP, FD_TOL = 1e-6, 1e-7  # central differences
 
 
@@ -163,10 +163,18 @@ def test_a_generated_closed_chain_module(tmp_path):
     assert f.name_in() == ["q", "v", "tau", "kp", "kd"]
     got = f(Q[0], V[0], TAU[0], 4.0, 2.0)
     np.testing.assert_allclose(got[0].full().ravel(), qdd[0], rtol=0, atol=1e-12)
+    D = module.constrained_dynamics_derivatives(Q[0], V[0], TAU[0], 4.0, 2.0, 0.0)
+    J = f.jacobian()(Q[0], V[0], TAU[0], 4.0, 2.0, *got)   # CasADi's Jacobian: the generated derivatives
+    np.testing.assert_allclose(J[0].full(), D[0], rtol=0, atol=1e-12)   # d q-ddot / dq
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     residual = jax.jit(module.jax("loop_residual"))
     np.testing.assert_allclose(residual(Q), module.loop_residual(Q), rtol=0, atol=1e-14)
+    dynamics = module.jax("constrained_dynamics")
+    for k, x in enumerate(("v", "tau")):   # (q: forward mode there too, checked by differences below)
+        got = jax.jacfwd(lambda y: dynamics(*[y if i == k + 1 else a for i, a in enumerate((Q[0], V[0], TAU[0]))],
+                                            kp=4.0, kd=2.0)[0])(V[0] if x == "v" else TAU[0])
+        np.testing.assert_allclose(got, D[k + 1], rtol=0, atol=1e-12)
 
 
 def test_states_projected_onto_the_loops(closed):
@@ -254,3 +262,29 @@ def test_an_mjcf_connect_is_a_loop_as_mujoco_sees_it(tmp_path):
         J = d.efc_J.reshape(d.nefc, m.nv)[rows]
         np.testing.assert_allclose(reference.loop_jacobian(model, d.qpos), J, rtol=0, atol=1e-12)
         np.testing.assert_allclose(reference.loop_residual(model, d.qpos), d.efc_pos[rows], rtol=0, atol=1e-12)
+
+
+def test_constrained_dynamics_derivatives_against_differences():
+    """d (q-ddot, lambda) / d (q, v, tau, kp, kd) against central differences (q along the
+    tangent space), on the spatial four-bar (forward mode through Cassie's reference would take
+    minutes)."""
+    model, rng = model_from_sdf(spatial_four_bar()), np.random.default_rng(23)
+    q, v, _ = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    D = reference.constrained_dynamics_derivatives(model, q, v, tau, kp=4.0, kd=2.0)
+    f = lambda q, v, tau, kp, kd: np.concatenate(reference.constrained_dynamics(model, q, v, tau, kp=kp, kd=kd)[:2])
+    base = [q, v, tau, 4.0, 2.0]
+    for k, name in enumerate(("q", "v", "tau", "kp", "kd")):
+        size = model.nv if k < 3 else 1
+        columns = []
+        for j in range(size):
+            plus, minus = list(base), list(base)
+            step = np.eye(size)[j] * FD_STEP if k < 3 else FD_STEP
+            if name == "q":
+                plus[0], minus[0] = integrate(model, q, step), integrate(model, q, -step)
+            else:
+                plus[k], minus[k] = base[k] + step, base[k] - step
+            columns.append((f(*plus) - f(*minus)) / (2 * FD_STEP))
+        want = np.array(columns).T
+        got = np.vstack([D[k], D[5 + k]])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1, np.abs(want).max()), err_msg=name)

@@ -15,7 +15,7 @@ solve of the declared contacts (rbdgen.algorithms.constrained).
 """
 
 from ..spatial import sum_terms
-from . import constrained, mimic
+from . import constrained, derivatives, mimic
 from .frames import placement_entries
 
 KINDS = {"3d": 3, "6d": 6}
@@ -91,3 +91,21 @@ def project_velocity(model, ops, q, v, *, damping):
     v_plus, impulses, pivots = constrained.impulse_solve(ops, constrained.constraint_space(model, ops, G, q), v,
                                                          restitution=[0], damping=damping)
     return v_plus + impulses + pivots
+
+
+# The inputs constrained_dynamics is differentiated with respect to (not the damping)
+DIFFERENTIATED = ("q", "v", "tau", "kp", "kd")
+
+
+def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping):
+    """d q-ddot / d each of DIFFERENTIATED, then d lambda / d each (q in the tangent space), by
+    forward mode through constrained_dynamics: each an (nv or m) x (nv or 1) block, row-major."""
+    n, m = model.nv, rows(model)
+
+    def run(model, ops, q, v, tau, gains):
+        return constrained_dynamics(model, ops, q, v, tau, kp=gains[:1], kd=gains[1:], damping=damping)[:n + m]
+    *blocks, gains = derivatives.derivatives_of(model, ops, run, [("q", q), ("v", v), ("tau", tau),
+                                                                  ("gains", list(kp) + list(kd))],
+                                                ("q", "v", "tau", "gains"))
+    blocks += [[[row[k]] for row in gains] for k in range(2)]   # d/dkp, d/dkd: a column each
+    return [x for part in (slice(0, n), slice(n, n + m)) for block in blocks for row in block[part] for x in row]

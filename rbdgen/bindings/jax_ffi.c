@@ -20,7 +20,7 @@
 #include "xla/ffi/api/c_api.h"
 
 #define MAX_INPUTS 8
-#define MAX_PARTS 8
+#define MAX_PARTS 16
 
 /* rbdgen_function_t's eval and eval_batch (the module's header) */
 typedef void (*eval_t)(const double *const *in, double *const *out, long body);

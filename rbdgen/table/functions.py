@@ -286,7 +286,22 @@ FUNCTIONS += [
                  "+ G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = gamma - kd G v - kp "
                  "residual (Baumgarte); damping > 0 regularizes redundant loops.",
                  parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (_LOOP_ROWS(m),)), ("pivots", (_LOOP_ROWS(m),))),
-                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=4),
+                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=4,
+                 jacobians=({"qdd": {x: ("constrained_dynamics_derivatives", f"ddq_d{x}", 0, "copy")
+                                     for x in loops.DIFFERENTIATED},
+                             "multipliers": {x: ("constrained_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
+                                             for x in loops.DIFFERENTIATED}},)),
+    FunctionSpec("constrained_dynamics_derivatives", ("q", "v", "tau", "kp", "kd", "damping"),
+                 lambda m: ((m.nv + _LOOP_ROWS(m)) * (3 * m.nv + 2),),
+                 lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics_derivatives(
+                     m, ops, q, v, tau, kp=kp, kd=kd, damping=d),
+                 "d/dq, d/dv, d/dtau, d/dkp and d/dkd of constrained_dynamics' q-ddot, then of its multipliers "
+                 "(q in the tangent space; forward mode).",
+                 parts=lambda m: tuple((f"ddq_d{x}", (m.nv, m.nv if x in ("q", "v", "tau") else 1))
+                                       for x in loops.DIFFERENTIATED)
+                 + tuple((f"dlambda_d{x}", (_LOOP_ROWS(m), m.nv if x in ("q", "v", "tau") else 1))
+                         for x in loops.DIFFERENTIATED),
+                 solves=True, needs_loops=True, default=False, costly=True, cost=8),
     FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * _LOOP_ROWS(m),),
                  lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d),
                  "The velocity nearest v in M's metric that the loops allow (G v+ = 0), the impulses "
