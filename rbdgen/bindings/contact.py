@@ -170,6 +170,51 @@ def project_configuration(q, residual, jacobian, integrate, *, tol, iterations):
                      "steps; start nearer a closed configuration, or allow more iterations")
 
 
+def actuated_mask(actuated, joints, nv):
+    """The velocity coordinates of `actuated` (joint names, or a mask of nv booleans) as a mask;
+    joints: (name, first velocity coordinate, count) of each joint."""
+    if not isinstance(actuated, str) and len(actuated) and all(isinstance(x, str) for x in actuated):
+        names = [name for name, _, _ in joints]
+        mask = np.zeros(nv, dtype=bool)
+        for name in actuated:
+            if name not in names:
+                raise ValueError(f"actuated: unknown joint {name!r}; {close_names(name, names)}joint_names lists them")
+            _, first, count = joints[names.index(name)]
+            mask[first:first + count] = True
+        return mask
+    mask = np.asarray(actuated)
+    if mask.shape != (nv,) or mask.dtype.kind not in "bi":
+        raise ValueError(f"actuated: expected joint names or a mask of {nv} booleans, got {actuated!r}")
+    return mask.astype(bool)
+
+
+def constrained_inverse_dynamics(tau_free, G, actuated, *, drift, tol):
+    """(tau, lambda) with tau_free = tau + G^T lambda and tau zero off the `actuated` velocity
+    coordinates (a boolean mask): the torques, of least norm with the multipliers, that
+    produce a motion whose inverse dynamics is tau_free (rnea(q, v, a)), one state or a batch.
+    drift: G a - gamma, zero for a motion the loops allow. ValueError when the motion breaks
+    the loops, or no such torques exist (more of it than the actuators and loops can hold: a
+    floating base without contacts, a passive joint's acceleration)."""
+    tau_free, G, drift = np.asarray(tau_free, dtype=float), np.asarray(G, dtype=float), np.asarray(drift)
+    broken = np.abs(drift).max(axis=-1, initial=0.0) > tol * np.maximum(np.abs(tau_free).max(axis=-1, initial=0.0), 1)
+    if np.any(broken):
+        raise ValueError(f"constrained_inverse_dynamics: the acceleration breaks the loops (G a - gamma = "
+                         f"{float(np.abs(drift).max()):.3g}); give one with G a = gamma (loop_jacobian, loop_gamma)")
+    columns = np.concatenate([np.broadcast_to(np.diag(actuated.astype(float)), G.shape[:-2] + (len(actuated),) * 2),
+                              _transposed(G)], axis=-1)   # [S  G^T]
+    solution = (np.linalg.pinv(columns, rcond=1e-10) @ tau_free[..., None])[..., 0]
+    residual = np.abs((columns @ solution[..., None])[..., 0] - tau_free).max(axis=-1, initial=0.0)
+    scale = np.maximum(np.abs(tau_free).max(axis=-1, initial=0.0), 1.0)
+    if np.any(residual > tol * scale):
+        state = int(np.argmax(residual / scale)) if residual.ndim else 0
+        where = f" (state {state} of the batch)" if residual.ndim else ""
+        raise ValueError(f"constrained_inverse_dynamics: no torques on the actuated coordinates give this motion{where} "
+                         f"(a residual of {float(np.max(residual)):.3g} N or N m): the motion is not consistent with "
+                         "the loops, or it needs force where there is no actuator (a floating base, a passive joint)")
+    n = len(actuated)
+    return solution[..., :n] * actuated, solution[..., n:]
+
+
 def _times(A, x):
     """A x, for one matrix and vector or for stacks of them (a batch of states)."""
     return (A @ x[..., None])[..., 0]

@@ -96,6 +96,7 @@ def _keywords(params):
 
 
 _JOINT_KINDS = tuple((j["type"], j["idx_q"], j["idx_v"]) for j in _META["joints"])
+_JOINT_SLICES = tuple((j["name"], j["idx_v"], j["nv"]) for j in _META["joints"])
 
 
 def to_mujoco(q, v=None):
@@ -232,6 +233,20 @@ def project_configuration(q, tol=1e-9, iterations=20, params=None):
         lambda x, dq: integrate(x, dq, **keywords), tol=tol, iterations=iterations)
 
 
+def constrained_inverse_dynamics(q, v, a, actuated, *, params=None, tol=1e-9):
+    """(tau, lambda): the torques on the `actuated` joints (names, or a mask of nv booleans),
+    of least norm with the loops' multipliers, with rnea(q, v, a) = tau + G^T lambda, for an
+    acceleration the loops allow (G a = gamma); rnea, loop_jacobian and loop_gamma in C, the
+    least squares in NumPy; one state or a batch. ValueError when a breaks the loops or no such
+    torques exist."""
+    keywords = _keywords(params)
+    G = loop_jacobian(q, **keywords)
+    drift = _np.einsum("...ij,...j->...i", G, a) - loop_gamma(q, v, **keywords)
+    return _contact.constrained_inverse_dynamics(rnea(q, v, a, **keywords), G,
+                                                 _contact.actuated_mask(actuated, _JOINT_SLICES, nv), drift=drift,
+                                                 tol=tol)
+
+
 def casadi(function, frame=None, reference=None):
     """The generated C function `function` as a casadi.Function: named inputs and outputs in
     this module's shapes (vectors are columns), evaluated by the compiled C through CasADi's
@@ -311,6 +326,7 @@ _AVAILABLE = {
     "contact_inertia": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "base_parameters": "base_regressor" in _NAMES,
     "project_configuration": {"loop_residual", "loop_jacobian", "integrate"} <= _NAMES,
+    "constrained_inverse_dynamics": {"rnea", "loop_jacobian", "loop_gamma"} <= _NAMES,
     "base_parameter_map": "base_regressor" in _NAMES,
 }
 for _name, _built in _AVAILABLE.items():

@@ -165,6 +165,15 @@ def project_configuration(model, q, tol=1e-9, iterations=20, params=None):
         lambda x, dq: integrate(model, x, dq, params=params), tol=tol, iterations=iterations)
 
 
+def constrained_inverse_dynamics(model, q, v, a, actuated, *, params=None, tol=1e-9):
+    """(tau, lambda), as the module's constrained_inverse_dynamics; `actuated`: joint names or
+    a mask of nv booleans."""
+    mask = _contact.actuated_mask(actuated, [(j.name, j.idx_v, j.nv) for j in model.joints], model.nv)
+    G = loop_jacobian(model, q, params=params)
+    drift = np.einsum("...ij,...j->...i", G, a) - loop_gamma(model, q, v, params=params)
+    return _contact.constrained_inverse_dynamics(rnea(model, q, v, a, params=params), G, mask, drift=drift, tol=tol)
+
+
 def to_mujoco(model, q, v=None):
     """(qpos, qvel) in MuJoCo's layout (rbdgen.model.conventions), as module.to_mujoco."""
     return _conventions.mujoco_layout(_joint_kinds(model), model.nq, model.nv, q, v, to=True)
