@@ -10,6 +10,7 @@ import pytest
 import rbdgen
 from rbdgen import reference
 from rbdgen.model.sdf import model_from_sdf
+from rbdgen.runtime.pinocchio_bridge import pinocchio_of
 from test_sdf import INERTIA, cassie_path
 
 pin = pytest.importorskip("pinocchio")
@@ -36,31 +37,6 @@ def spatial_four_bar():
   <joint name="close" type="ball"><pose relative_to="rocker">-0.3 0 0 0 0 0</pose><parent>arm</parent>
     <child>rocker</child></joint>
 </model></sdf>"""
-
-
-def pinocchio_of(model):
-    """Pinocchio's model of an rbdgen model of revolute, ball and free-flyer joints, and its
-    loops as rigid constraints (LOCAL_WORLD_ALIGNED, between the two frames' joints)."""
-    pm = pin.Model()
-    for i, joint in enumerate(model.joints):
-        X = model.X_T[i]
-        kind = {"revolute": lambda: pin.JointModelRevoluteUnaligned(np.array(joint.model.axis, dtype=float)),
-                "free_flyer": pin.JointModelFreeFlyer, "spherical": pin.JointModelSpherical}[joint.type]()
-        index = pm.addJoint(model.parent[i] + 1, kind, pin.SE3(np.array(X.E, dtype=float).T, np.array(X.r, dtype=float)),
-                            joint.name)
-        I = model.inertia[i]
-        c = np.array(I.h, dtype=float) / I.m
-        I_com = np.array(I.I, dtype=float) - I.m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
-        pm.appendBodyToJoint(index, pin.Inertia(float(I.m), c, I_com), pin.SE3.Identity())
-    constraints = pin.StdVec_RigidConstraintModel()
-    for loop in model.loops:
-        ends = []
-        for name in (loop.a, loop.b):
-            f = model.frame(name)
-            ends += [f.body + 1, pin.SE3(np.array(f.placement.E, dtype=float).T, np.array(f.placement.r, dtype=float))]
-        kind = pin.ContactType.CONTACT_3D if loop.kind == "3d" else pin.ContactType.CONTACT_6D
-        constraints.append(pin.RigidConstraintModel(kind, pm, *ends, pin.LOCAL_WORLD_ALIGNED))
-    return pm, constraints
 
 
 def random_state(model, rng):

@@ -83,6 +83,35 @@ def pinocchio_constraints(pm, contacts):
     return models, datas
 
 
+def pinocchio_of(model):
+    """Pinocchio's model of an rbdgen model of revolute, prismatic, ball and free-flyer joints
+    (any robot file, SDFormat included: Pinocchio's PyPI wheel reads no SDFormat), and the
+    model's loops as rigid constraints between the two frames' joints, LOCAL_WORLD_ALIGNED.
+    Returns (pinocchio model, StdVec_RigidConstraintModel)."""
+    import pinocchio as pin
+    se3 = lambda X: pin.SE3(np.array(X.E, dtype=float).T, np.array(X.r, dtype=float))
+    kinds = {"revolute": lambda axis: pin.JointModelRevoluteUnaligned(np.array(axis, dtype=float)),
+             "prismatic": lambda axis: pin.JointModelPrismaticUnaligned(np.array(axis, dtype=float)),
+             "free_flyer": lambda axis: pin.JointModelFreeFlyer(), "spherical": lambda axis: pin.JointModelSpherical()}
+    pm = pin.Model()
+    for i, joint in enumerate(model.joints):
+        if joint.type not in kinds:
+            raise RbdgenError(f"joint {joint.name!r}: a {joint.type} joint has no Pinocchio counterpart here")
+        index = pm.addJoint(model.parent[i] + 1, kinds[joint.type](getattr(joint.model, "axis", None)),
+                            se3(model.X_T[i]), joint.name)
+        I = model.inertia[i]
+        mass = float(I.m)
+        c = np.array(I.h, dtype=float) / mass if mass else np.zeros(3)
+        I_com = np.array(I.I, dtype=float) - mass * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        pm.appendBodyToJoint(index, pin.Inertia(mass, c, I_com), pin.SE3.Identity())
+    constraints = pin.StdVec_RigidConstraintModel()
+    for loop in model.loops:
+        ends = [x for name in (loop.a, loop.b) for x in (model.frame(name).body + 1, se3(model.frame(name).placement))]
+        kind = pin.ContactType.CONTACT_3D if loop.kind == "3d" else pin.ContactType.CONTACT_6D
+        constraints.append(pin.RigidConstraintModel(kind, pm, *ends, pin.LOCAL_WORLD_ALIGNED))
+    return pm, constraints
+
+
 def _reason(captured, exc):
     """urdfdom's first "Error: ..." line (it says what is wrong), else Pinocchio's message."""
     for line in "".join(captured).splitlines():
