@@ -134,7 +134,7 @@ def test_a_generated_closed_chain_module(tmp_path):
     assert np.abs(module.loop_residual(near)).max() <= 1e-9
     v_plus, _, _ = module.project_velocity(near, V[:1].repeat(5, axis=0), 0.0)
     assert np.abs(np.einsum("bij,bj->bi", module.loop_jacobian(near), v_plus)).max() <= 1e-9
-    casadi = pytest.importorskip("casadi")
+    pytest.importorskip("casadi")
     f = module.casadi("constrained_dynamics")
     assert f.name_in() == ["q", "v", "tau", "kp", "kd"]
     got = f(Q[0], V[0], TAU[0], 4.0, 2.0)

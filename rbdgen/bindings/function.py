@@ -129,7 +129,7 @@ class Function:
             if unclear.any():
                 _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, self.param_names)
                 if not self.description.declared:   # (the public function of declared contacts names them)
-                    damping = float(_np.ravel(args[self.names.index("damping")])[0])
+                    damping = float(_np.ravel(args[self.description.damping])[0])
                     _contact.refuse_redundant(rows[:, self.pivots:], damping, self.module.loops, "loops")
                 return
         if bad.any():

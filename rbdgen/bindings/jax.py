@@ -148,7 +148,7 @@ class Bridge:
         d = self.m._DESCRIPTIONS[name]
         function = self.function(name, threads)
         if d.pivots is not None:
-            function = _checked_pivots(function, d.names)
+            function = _checked_pivots(function, d.damping)
         return _differentiable(function, self.rule(name), d.names, name, self.m)
 
     def of_states(self, name, threads):
@@ -381,11 +381,10 @@ def _differentiable(function, rule, names, public, m):
     return wrapped
 
 
-def _checked_pivots(function, names):
-    """A declared contacts' function without its last part, the pivots of G M^-1 G^T: where one is
-    not clearly positive and damping is 0 (redundant contacts, where the module raises), the
-    results are NaN."""
-    damping_at = list(names).index("damping")
+def _checked_pivots(function, damping_at):
+    """A contact or loop solve without its last part, the pivots of G M^-1 G^T: where one is not
+    clearly positive and the damping (input `damping_at`) is 0 (redundant constraints, where the
+    module raises), the results are NaN."""
 
     def checked(*args):
         *results, pivots = function(*args)

@@ -3,7 +3,7 @@ batch loops (batch.c), what the module says about itself (info.c), the Python en
 (calls.c) and CasADi's external interface (casadi.c)."""
 
 from ..algorithms.frames import REFERENCE_FRAMES
-from ..table.description import COPY, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION, signature_text
+from ..table.description import COPY, DAMPING, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION, signature_text
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..version import __version__
 from .cprinter import c_string
@@ -88,9 +88,6 @@ def point_kinds(functions):
     return kinds
 
 
-# Inputs the CasADi functions of the contacts hold at zero (rigid contacts: a Jacobian with
-# respect to the damping is not generated); they leave out the pivots (description.PIVOTS).
-CASADI_HELD = ("damping",)
 
 
 def casadi_symbol(module, name, frame=None):
@@ -111,7 +108,8 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
     rows, symbols = [], []
     for fn in functions:
         d = fn["description"]
-        names = [x.name for x in d.inputs if x.role != PLACEMENT and x.name not in CASADI_HELD]
+        # the damping held at zero (rigid: no derivative is generated); the pivots left out below
+        names = [x.name for x in d.inputs if x.role not in (PLACEMENT, DAMPING)]
         inputs = [{"name": x.name, "sparsity": [x.size, 1, 1]} for x in d.inputs if x.name in names]
         outputs = [{"name": p.name, "start": p.offset, "sparsity": _matrix(p.shape)} for p in d.entry_parts
                    if p.role != PIVOTS]

@@ -8,7 +8,7 @@ from .costs import flops
 from .expr import Expr, free_symbols
 from ..algorithms.solves import runs
 from ..model.parameters import parameters_of
-from ..table.description import MODULE_KEYWORDS, REQUIRED, signature_text
+from ..table.description import MODULE_KEYWORDS, signature_text
 from .recorder import SinCos
 
 _ENV = jinja2.Environment(

@@ -52,9 +52,8 @@ def _parse(model, text):
     parts = text.split(":")
     kind = parts.pop() if len(parts) == 3 else "3d"
     if kind not in ("3d", "6d") or len(parts) != 2:
-        raise ModelError(f"--loop {text!r}: expected FRAME_A[@x,y,z]:FRAME_B[@x,y,z][:3d|:6d] "
-                         f"({kind!r} is not 3d or 6d)" if kind not in ("3d", "6d") else
-                         f"--loop {text!r}: expected FRAME_A[@x,y,z]:FRAME_B[@x,y,z][:3d|:6d]")
+        why = f" ({kind!r} is not 3d or 6d)" if kind not in ("3d", "6d") else ""
+        raise ModelError(f"--loop {text!r}: expected FRAME_A[@x,y,z]:FRAME_B[@x,y,z][:3d|:6d]{why}")
     ends = []
     for part in parts:
         name, _, point_text = part.partition("@")

@@ -19,7 +19,9 @@ BROADCAST = "broadcast"    # either: the model parameters
 
 # What an input is (Port.role).
 STATE = "state"            # the state and what acts on it: q, v, a, tau, f_ext
-SETTING = "setting"        # a number of the call: dt, damping, restitution
+SETTING = "setting"        # a number of the call: dt, restitution, Baumgarte's gains
+DAMPING = "damping"        # the regularization of a constrained solve (0: rigid): redundant constraints are
+                           # refused without it, and CasADi holds it at zero (no derivative is generated)
 PLACEMENT = "placement"    # the placement of the frame a function of a frame is evaluated at
 PARAMETERS = "parameters"  # the model parameters, last, for a module built with them
 
@@ -172,6 +174,11 @@ class Description:
         return next((part for part in self.parts if part.role == PIVOTS), None)
 
     @property
+    def damping(self):
+        """The index of the input that regularizes its solve (role DAMPING), or None."""
+        return next((k for k, port in enumerate(self.inputs) if port.role == DAMPING), None)
+
+    @property
     def entry_parts(self):
         """The parts a generic call returns: the parts, or the whole output as one."""
         return self.parts or (Part(self.name, self.shape, 0),)
@@ -219,7 +226,7 @@ def public_keywords(inputs, overloads):
     role and default (Ports, or the function table's Input rows). Every front end (module,
     reference, JAX) takes the states, then these; a function of a frame takes the frame
     between (frame_function)."""
-    keywords = [(x.name, x.default) for x in inputs if x.role == SETTING]
+    keywords = [(x.name, x.default) for x in inputs if x.role in (SETTING, DAMPING)]
     keywords += [(overload.keyword, overload.default) for overload in overloads]
     keywords += [(x.name, None) for x in inputs if x.role == PARAMETERS]
     return tuple(keywords)

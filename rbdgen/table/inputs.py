@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..model.parameters import parameters_of
-from .description import BROADCAST, PARAMETERS, PER_STATE, PLACEMENT, SETTING, SHARED, STATE, Batched
+from .description import BROADCAST, DAMPING, PARAMETERS, PER_STATE, PLACEMENT, SETTING, SHARED, STATE, Batched
 
 # Verification's damping of declared contacts: contacts that happen to be redundant still give
 # numbers to compare.
@@ -20,7 +20,7 @@ class Input(Batched):
     name: str
     size: Callable           # model -> how many numbers
     meaning: str
-    role: str = STATE        # what it is (rbdgen.table.description: STATE, SETTING, PLACEMENT, PARAMETERS)
+    role: str = STATE        # what it is (rbdgen.table.description: STATE, SETTING, DAMPING, PLACEMENT, PARAMETERS)
     batching: str = PER_STATE   # how a batch takes it: one per state, SHARED (one for a whole batch) or
                                 # BROADCAST (either; the public functions copy it)
     default: float = None    # the public function's default, where it has one
@@ -46,7 +46,7 @@ INPUTS = {row.name: row for row in (
     Input("fext", lambda m: 6 * m.nbodies, "external forces, rows [force; torque] on each body in its frame",
           sample=_normal(lambda m: 6 * m.nbodies)),
     Input("placement", lambda m: 12, "a frame's placement on its body: E row-major, then r", PLACEMENT, SHARED),
-    Input("damping", lambda m: 1, "the contacts' damping (0: rigid)", SETTING, SHARED, default=0.0,
+    Input("damping", lambda m: 1, "the contacts' or loops' damping (0: rigid)", DAMPING, SHARED, default=0.0,
           sample=_constant(VERIFY_DAMPING)),
     Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", SETTING, SHARED,
           sample=_constant(0.5)),
