@@ -24,7 +24,7 @@ BRIDGE_CONTACTS = {"panda": ["panda_hand:3d"]}
 @pytest.fixture(scope="session")
 def bridge_modules(tmp_path_factory):
     """{robot: (module, model)} for UR5 and Panda (fixed base, Panda with a declared contact) and
-    Solo12 (free-flyer)."""
+    Solo12 (free-flyer), with the CUDA dialect's sources."""
     folder = str(tmp_path_factory.mktemp("bridges"))
     built = {}
     for key in ("ur5", "panda", "solo12"):
@@ -33,7 +33,7 @@ def bridge_modules(tmp_path_factory):
             warnings.simplefilter("ignore")
             module = rbdgen.build(robot_path(key), out_dir=folder, floating_base=floating,
                                   algorithms=BRIDGE_ALGORITHMS + (BRIDGE_CONTACT_ALGORITHMS if key in BRIDGE_CONTACTS else []),
-                                  contacts=BRIDGE_CONTACTS.get(key))
+                                  contacts=BRIDGE_CONTACTS.get(key), cuda=True)
             built[key] = (module, rbdgen.load_urdf(robot_path(key), floating_base=floating))
     return built
 

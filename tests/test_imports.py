@@ -17,7 +17,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "rbdgen"
 # Bottom to top. "p.*" is the package p and every module in it; a name alone is that module.
 LAYERS = [
     # bindings/contact.py: the binding's file the reference shares with every module (it imports nothing of rbdgen)
-    ("rbdgen.errors", "rbdgen.version", "rbdgen.spatial", "rbdgen.bindings.contact"),
+    # bindings/cuda.py: NVRTC and the driver, for the build and every module (it imports nothing of rbdgen)
+    ("rbdgen.errors", "rbdgen.version", "rbdgen.spatial", "rbdgen.bindings.contact", "rbdgen.bindings.cuda"),
     ("rbdgen.model.*",),
     ("rbdgen.algorithms.*",),
     ("rbdgen.table.*",),
@@ -30,7 +31,7 @@ LAYERS = [
 
 # The files of bindings/ are copied into every generated package, where they import their
 # siblings as _contact, _jax, ...: those are not modules of rbdgen.
-OUTSIDE = {f"rbdgen.bindings._{name}" for name in ("arguments", "call_time", "casadi", "contact", "conventions", "description", "function", "jax",
+OUTSIDE = {f"rbdgen.bindings._{name}" for name in ("arguments", "call_time", "casadi", "contact", "conventions", "cuda", "description", "device", "function", "jax",
                                                         "physical", "pickling")}
 
 # Imports that run up a layer, "importer -> imported": reason. None is left: the function table

@@ -8,6 +8,7 @@ import numpy as _np
 from . import _arguments  # the same file as rbdgen/bindings/arguments.py
 from . import _contact  # the same file as rbdgen/bindings/contact.py
 from . import _description  # the same file as rbdgen/table/description.py
+from . import _device  # the same file as rbdgen/bindings/device.py
 
 _D = "double[]"
 _empty = _np.empty
@@ -18,16 +19,23 @@ _threads, _output, _settled = _arguments.threads, _arguments.output, _arguments.
 
 class Module:
     """What every Function of a module shares: its folder, the compiled library and cffi's
-    from_buffer, the model parameters (_arguments.Parameters), each function's operation count
-    and nq."""
+    from_buffer, the model parameters (_arguments.Parameters), each function's operation count,
+    nq, the loops' names and the module's name (its files')."""
 
-    def __init__(self, here, lib, buffer, parameters, operations, nq, *, loops=()):
-        self.here, self.lib, self.buffer, self.parameters = here, lib, buffer, parameters
+    def __init__(self, here, lib, buffer, parameters, operations, nq, *, loops=(), name=None):
+        self.here, self.lib, self.buffer, self.parameters, self.name = here, lib, buffer, parameters, name
         self.operations, self.nq, self.loops = operations, nq, loops
         # what a call given params= is told when the module has none
         self.hints = {} if parameters.names else {"params": "this module has no model parameters; build it with "
                                                             "--parameters"}
         self.table = {}   # name -> Function, filled by the binding
+        self._kernels = None
+
+    def kernels(self):
+        """The module's CUDA kernels (_cuda.Kernels), made at the first call on device arrays."""
+        if self._kernels is None:
+            self._kernels = _device._cuda.Kernels(self.here, self.name)
+        return self._kernels
 
 
 class Function:
@@ -65,6 +73,8 @@ class Function:
         return float(flat[0]) if self.scalar else _parts(flat, self.parts) if self.parts else flat
 
     def __call__(self, body, args, out, threads):
+        if type(args[self.first]) is not _np.ndarray and _device.on_device(args, out):
+            return _device.call(self, body, args, out)
         threads = _threads(threads)   # checked for one state too: a wrong count is a mistake there as well
         lead = () if body is None else (body,)
         checked = False
@@ -174,9 +184,8 @@ class Overloaded:
             if other is None:
                 raise ValueError(f"{overload.keyword}: this module was built without {overload.function}; "
                                  "rebuild it with that function")
-            if overload.kind == _description.ADDED:
-                given[overload.input] = _np.add(given[overload.input],
-                                                other(None, [given[n] for n in other.names], None, threads))
+            if overload.kind == _description.ADDED:   # (+: NumPy and device arrays alike)
+                given[overload.input] = given[overload.input] + other(None, [given[n] for n in other.names], None, threads)
             else:   # FORCES
                 rows = other.description.port(overload.input).size // 6
                 given[overload.input] = _arguments.forces(value, given[self.states[0]], rows, self.function.module.nq)

@@ -164,7 +164,8 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
                  "nv^3); name it in --algorithms to build it")
     asked = {"algorithms": [s.name for s in specs], "native": bool(native), "cse": bool(options.cse),
              "frames": None if frames is None else [f.name for f in chosen],
-             "contacts": [c.describe() for c in declared], "parameters": list(model.parameters)}
+             "contacts": [c.describe() for c in declared], "parameters": list(model.parameters),
+             "cuda": bool(options.cuda or options.cuda_arch), "cuda_arch": check_architectures(options.cuda_arch)}
     flags = compile_flags(native)
     key = cache.build_key(model_fingerprint(model), asked, __version__, code_fingerprint(), flags=flags)
     if expected_key is not None and key != expected_key:
@@ -175,6 +176,16 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
                  asked=asked, flags=flags, key=key,
                  fingerprint=(code_fingerprint(), model_fingerprint(model), module, bool(options.cse)),
                  cse=options.cse, verify=verify, source=source, progress=progress, quiet=progress is _noop).run()
+
+
+def check_architectures(archs):
+    """The GPU architectures asked for, as sorted "sm_XY" names (None: none), or BuildError."""
+    if not archs:
+        return None
+    for arch in archs:
+        if not (arch.startswith("sm_") and arch[3:].isdigit() and len(arch) >= 5):
+            raise BuildError(f"--cuda-arch: {arch!r} is not a GPU architecture; give sm_XY names, such as sm_80 or sm_90")
+    return sorted(set(archs))
 
 
 def build(urdf_path, out_dir="generated", options=None, progress=_noop, **changes):

@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields, replace
 # The options that are lists of names; a string given for one is a list: for the functions and
 # parameters, the names it separates by commas (as on the command line), for a frame or a
 # contact ("l_sole:3d@0,0,0.01") the one name. "" is then an empty name, which the checks refuse.
-LISTS = ("algorithms", "frames", "contacts", "parameters", "loops")
-COMMA_SEPARATED = ("algorithms", "parameters")
+LISTS = ("algorithms", "frames", "contacts", "parameters", "loops", "cuda_arch")
+COMMA_SEPARATED = ("algorithms", "parameters", "cuda_arch")
 
 
 def _listed(option, value):
@@ -37,6 +37,8 @@ class BuildOptions:
     native: bool = True           # compiled with -march=native
     cse: bool = True              # common subexpressions eliminated
     verify: bool = True           # compared with the reference before it is installed
+    cuda: bool = False            # the CUDA dialect too: .cu sources, compiled for cuda_arch or the GPUs present
+    cuda_arch: tuple = None       # the GPU architectures to compile for at build time ("sm_90", ...; implies cuda)
 
     @classmethod
     def of(cls, options=None, **changes):
@@ -60,7 +62,8 @@ class BuildOptions:
                    packages=source.get("packages"), loops=source.get("loops"), name=name, algorithms=options.get("algorithms"),
                    frames=options.get("frames"), contacts=options.get("contacts"),
                    parameters=options.get("parameters") or None,
-                   native=options.get("native", True), cse=options.get("cse", True))
+                   native=options.get("native", True), cse=options.get("cse", True),
+                   cuda=bool(options.get("cuda")), cuda_arch=options.get("cuda_arch") or None)
 
     def reading(self):
         """load_model's options for the file: armature, xacro_args, packages and loops that are given."""

@@ -319,3 +319,17 @@ def render_kernels_header(module, header):
 
 def render_function(module, fn):
     return template("function.c.j2").render(version=__version__, kernels_header=kernels_header_name(module), fn=fn)
+
+
+def cuda_header_name(module):
+    return f"rbdgen_{module}_cuda.h"
+
+
+def render_cuda_header(module):
+    return template("cuda.h.j2").render(version=__version__, module=module)
+
+
+def render_cuda_function(module, fn):
+    """The CUDA dialect of a function (its template data, `fn`, as the C dialect has it): a
+    device function of one state, the same statements in the same parts, and a batch kernel."""
+    return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module), fn=fn)

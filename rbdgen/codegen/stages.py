@@ -8,6 +8,7 @@ the compiler flags and the build key. Every file is named rbdgen_<module>_*, so 
 can shadow a system header.
 """
 
+import concurrent.futures
 import dataclasses
 import functools
 import hashlib
@@ -21,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ..algorithms.frames import placement_entries
+from ..bindings import cuda
 from ..errors import BuildError, CodegenError
 from ..model.parameters import parameters_of
 from ..runtime import reference
@@ -32,7 +34,8 @@ from .objects import BuildCache
 from .package import (BINDINGS, ENTRY_POINT_FLAGS, copy_binding, emit_cffi_source, link_extension, metadata,
                       python_extension_flags)
 from .glue import params_problem_declaration, render_batch, render_calls, render_casadi, render_info
-from .render import build_info_declaration, kernels_header_name, render_header, render_kernels_header, signature
+from .render import (build_info_declaration, cuda_header_name, kernels_header_name, render_cuda_function,
+                     render_cuda_header, render_header, render_kernels_header, signature)
 
 
 def to_stderr(message):
@@ -153,6 +156,8 @@ class Build:
                                                        beside=beside).run()
         # the header again, now with each function's cost and workspace
         self._write(work, header, render_header(module, datas, model, self.frames, self.contacts))
+        if self.asked["cuda"]:
+            self._cuda(work, datas)
         copy_binding(work)
         with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
             json.dump(metadata(self, extension, datas), f, indent=1)
@@ -165,6 +170,28 @@ class Build:
             os.remove(together)
         store.prune()
         return expected
+
+    def _cuda(self, work, datas):
+        """The CUDA dialect of every function (one .cu file each, and the dialect's header), and
+        their cubins for the architectures asked for, else for the GPUs present (none: compiled
+        at the first call on a GPU)."""
+        module = self.module
+        self._write(work, cuda_header_name(module), render_cuda_header(module))
+        for data in datas:
+            self._write(work, data["cname"] + ".cu", render_cuda_function(module, data))
+        archs = self.asked["cuda_arch"] or cuda.present_architectures()
+        if not archs:
+            self.progress("CUDA sources written; no GPU here and no --cuda-arch: compiled at the first call on a GPU")
+            return
+        t0 = time.perf_counter()
+        jobs = [(data["cname"], arch) for arch in archs for data in datas]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:   # (NVRTC releases the GIL)
+            cubins = list(pool.map(lambda job: cuda.compile_module_function(work, module, *job), jobs))
+        for (cname, arch), cubin in zip(jobs, cubins):
+            os.makedirs(os.path.join(work, "cuda", arch), exist_ok=True)
+            with open(os.path.join(work, "cuda", arch, cname + ".cubin"), "wb") as f:
+                f.write(cubin)
+        self.progress(f"compiled the CUDA kernels for {', '.join(archs)} (NVRTC, {time.perf_counter() - t0:.1f} s)")
 
     @staticmethod
     def _write(work, name, text):

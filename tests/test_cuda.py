@@ -1,0 +1,129 @@
+"""The CUDA dialect (issue 47), where there is no GPU: the .cu files compiled as host C (their
+qualifiers are macros; a kernel is a loop over the states) equal the C module entry by entry,
+bit for bit where the operation order is the same; NVRTC compiles them for sm_80 and sm_90; the
+errors of device calls. Tests that launch kernels are marked `gpu` and skipped without one
+(benchmarks/gpu_check.sh runs them where a GPU is lent)."""
+
+import ctypes
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from rbdgen.bindings import cuda
+from rbdgen.codegen.compiler import c_compiler, compile_flags
+from rbdgen.runtime.verify import random_inputs
+
+STATES = 9   # more than one vector of lanes, and a tail
+SEED = 47
+
+
+def host_library(module, folder, names):
+    """The CUDA files of `names` compiled as host C (with the module's compiler and flags)."""
+    meta = module._META
+    files = [os.path.join(module._HERE, meta_cname(module, n) + ".cu") for n in names]
+    library = os.path.join(folder, f"host_{meta['module']}.so")
+    subprocess.run([c_compiler(), *compile_flags(True), "-x", "c", "-shared", "-o", library, *files],
+                   check=True, capture_output=True)
+    return ctypes.CDLL(library)
+
+
+def meta_cname(module, name):
+    return module._DESCRIPTIONS[name].cname
+
+
+def inputs_of(module, model, d, rng, count):
+    """Every input of description `d` for `count` states, as the C batch takes them."""
+    states = random_inputs(model, rng, count)
+    values = []
+    for port in d.inputs:
+        if port.per_state:
+            values.append(np.ascontiguousarray(states[port.name]) if port.name in states
+                          else rng.normal(size=(count, port.size)))
+        elif port.broadcast:
+            values.append(np.asarray(module._PARAMETERS.nominal, dtype=float))
+        elif port.role == "placement":
+            values.append(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0.01, -0.02, 0.03]))
+        else:
+            values.append(np.full(port.size, port.default if port.default is not None else 0.3))
+    return values
+
+
+def host_kernel(library, d, values, count, body=None):
+    out = np.full((count, d.size), np.nan)
+    arguments = [ctypes.c_long(count)] + ([ctypes.c_long(body)] if d.per_body else [])
+    for port, x in zip(d.inputs, values):
+        arguments.append(x.ctypes.data_as(ctypes.c_void_p))
+        if port.broadcast:
+            arguments.append(ctypes.c_int(1))
+    getattr(library, d.cname + "_kernel")(*arguments, out.ctypes.data_as(ctypes.c_void_p))
+    return out
+
+
+@pytest.mark.parametrize("robot", ["ur5", "panda", "solo12"])
+def test_cuda_dialect_on_the_host_equals_the_c_module(bridge_modules, tmp_path, robot):
+    """Every function of the bridges' modules (joint space, derivatives, solves, a declared
+    contact, the frame functions by body): the .cu file's kernel, compiled as host C, against
+    the C module's batch. Programs in one part print the same statements in the same order:
+    bit for bit; the solves run column by column rather than in panels: 4 eps."""
+    module, model = bridge_modules[robot]
+    names = list(module._DESCRIPTIONS)
+    library = host_library(module, str(tmp_path), names)
+    rng = np.random.default_rng(SEED)
+    bodies = sorted({body for body, _ in module._FRAME_TABLE.values()})
+    for name in names:
+        d = module._DESCRIPTIONS[name]
+        function = module._FUNCTIONS.table[name]
+        values = inputs_of(module, model, d, rng, STATES)
+        for body in (bodies if d.per_body else [None]):
+            expected = np.asarray(function(body, values, None, 1)).reshape(STATES, -1) if not function.parts else \
+                np.concatenate([np.reshape(p, (STATES, -1)) for p in function(body, values, None, 1)], axis=1)
+            actual = host_kernel(library, d, values, STATES, body)
+            if d.solves:
+                scale = np.maximum(np.abs(expected).max(), 1.0)
+                assert np.abs(actual - expected).max() <= 4 * np.finfo(float).eps * scale * d.size ** 0.5, name
+            else:
+                assert np.array_equal(actual, expected), f"{robot} {name} body {body}: " \
+                    f"{np.abs(actual - expected).max():.2e} off"
+
+
+@pytest.mark.skipif(not cuda.nvrtc_available(), reason="NVRTC is not installed (pip install 'rbdgen[cuda]')")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvrtc_compiles_the_cuda_dialect(bridge_modules, arch):
+    """The joint-space functions, a solve, a function of a frame and a declared contact's
+    dynamics compile for the GPUs of the issue (A100, H100/H200): a cubin with its kernel."""
+    module, _ = bridge_modules["panda"]
+    for name in ("rnea", "aba", "minv", "aba_derivatives", "frame_jacobian_local_world_aligned",
+                 "contact_dynamics"):
+        cname = meta_cname(module, name)
+        cubin = cuda.compile_module_function(module._HERE, module._META["module"], cname, arch)
+        assert cubin[:4] == b"\x7fELF" and (cname + "_kernel").encode() in cubin, name
+
+
+class _FakeDeviceArray:
+    """An array that says it lives on a GPU (__cuda_array_interface__), of no known kind."""
+    __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "data": (0, False), "version": 3}
+
+
+def test_device_calls_refuse_in_one_line(bridge_modules):
+    module, model = bridge_modules["ur5"]
+    q = np.zeros(model.nq)
+    with pytest.raises(TypeError, match="PyTorch tensor, a CuPy array or a JAX array"):
+        module.rnea(_FakeDeviceArray(), q, q)
+    if cuda.present_architectures():
+        return
+    # (the module's own copy of rbdgen.bindings.cuda raises its CudaError, a RuntimeError)
+    with pytest.raises(RuntimeError, match="no CUDA GPU here"):
+        module._FUNCTIONS.kernels().function(0, meta_cname(module, "rnea"))
+
+
+def test_build_option_checks_the_architectures(tmp_path):
+    from rbdgen.codegen.build import check_architectures
+    from rbdgen.errors import BuildError
+    assert check_architectures(["sm_90", "sm_80", "sm_90"]) == ["sm_80", "sm_90"]
+    with pytest.raises(BuildError, match="sm_XY"):
+        check_architectures(["hopper"])
+
+
+gpu = pytest.mark.skipif(not cuda.present_architectures(), reason="no CUDA GPU")
