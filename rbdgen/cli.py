@@ -72,7 +72,8 @@ def _options(args):
                         name=getattr(args, "name", None), algorithms=_algorithms(getattr(args, "algorithms", None)),
                         frames=_algorithms(getattr(args, "frames", None)),
                         contacts=getattr(args, "contact", None) or None, parameters=_parameters(args) or None,
-                        native=not getattr(args, "no_native", False), **_source_options(args))
+                        native=not getattr(args, "no_native", False), cuda=getattr(args, "cuda", False),
+                        cuda_arch=_algorithms(getattr(args, "cuda_arch", None)), **_source_options(args))
 
 
 def _parameters(args):
@@ -366,6 +367,11 @@ def main(argv=None):
     p.add_argument("-o", "--output", default="generated", help="output folder (default: generated)")
     function_options(p)
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
+    p.add_argument("--cuda", action="store_true",
+                   help="the CUDA target too: kernels for device arrays (PyTorch, CuPy, JAX), compiled by NVRTC "
+                        "(pip install 'rbdgen[cuda]') for --cuda-arch or the GPUs present, else at the first call")
+    p.add_argument("--cuda-arch", metavar="sm_XY[,sm_XY...]",
+                   help="the GPU architectures to compile the kernels for at build time (implies --cuda)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("export", help="write the C library of a URDF's robot: sources, header, CMake package")

@@ -285,6 +285,29 @@ def jax(function, threads=0):
 _JAX_BRIDGE = {}
 
 
+def torch(function):
+    """The function `function` of this module (rnea, aba, a frame quantity, ...) as a PyTorch
+    operator on float64 tensors, on the CPU (the C batch) and on CUDA (the CUDA dialect: build
+    with --cuda), with the module's signature and results (params= as a keyword; a function of
+    a frame takes body= and the placement). Autograd uses the generated derivatives where the
+    table names them; it works under torch.compile and torch.func.vmap (docs/gpu.md). Needs
+    PyTorch (pip install "rbdgen[torch]")."""
+    try:
+        from . import _torch
+    except ImportError as error:
+        if error.name == "torch":
+            raise ImportError("PyTorch is not installed: pip install torch (or rbdgen[torch])") from None
+        raise
+    if "operators" not in _TORCH_OPERATORS:
+        _TORCH_OPERATORS["operators"] = _torch.Operators(_sys.modules[__name__])
+    if function not in _DESCRIPTIONS:
+        raise ValueError(f"torch: this module has no function {function!r}; it has {', '.join(sorted(_DESCRIPTIONS))}")
+    return _TORCH_OPERATORS["operators"].public(function)
+
+
+_TORCH_OPERATORS = {}
+
+
 def total_mass():
     """Total mass of the robot (kg)."""
     return _META["total_mass"]

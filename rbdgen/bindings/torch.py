@@ -1,0 +1,220 @@
+"""A module's functions as PyTorch operators (the same file in every module, as _torch.py):
+one torch.library custom op per function, rbdgen_<module>_<key>::<name>, whose CPU kernel is
+the C batch and whose CUDA kernel is the CUDA dialect's (_device), with a fake kernel for
+torch.compile, a vmap rule (the vmapped states become more states of one batch) and autograd
+from the generated derivatives: the description's Jacobians, each block a part of another
+generated function, itself called as an operator (so the backward runs where the states are).
+
+The op takes (B, n) states and returns the (B, size) flat result; the public function around
+it takes one state (n,) or any leading dimensions, and returns the module's shapes and parts."""
+
+import numpy as _np
+import torch
+
+from . import _description, _device
+
+_F64 = torch.float64
+_LIBRARIES = {}   # namespace -> torch.library.Library (one per module build in a process)
+_DEFINED = set()  # "namespace::name" of the ops defined (a build loaded twice defines them once)
+
+
+class Operators:
+    """The custom ops of one module (`m`: the module), made on first use."""
+
+    def __init__(self, m):
+        self.m = m
+        self.namespace = f"rbdgen_{m._META['module']}_{m._META['build_key'][:10]}"
+        self.ops, self.nominal = {}, {}
+
+    def op(self, name):
+        if name not in self.ops:
+            self.ops[name] = self._define(name)
+        return self.ops[name]
+
+    def _define(self, name):
+        m, ns = self.m, self.namespace
+        function = m._FUNCTIONS.table[name]
+        d = function.description
+        qualified = f"{ns}::{name}"
+        library = _LIBRARIES.get(ns)
+        if library is None:
+            library = _LIBRARIES[ns] = torch.library.Library(ns, "FRAGMENT")
+        if qualified not in _DEFINED:
+            _DEFINED.add(qualified)
+            head = "int body, " if d.per_body else ""
+            library.define(f"{name}({head}" + ", ".join(f"Tensor {port.name}" for port in d.inputs) + ") -> Tensor")
+            library.impl(name, lambda *a: _run(function, d, a, "cpu"), "CPU")
+            library.impl(name, lambda *a: _run(function, d, a, "cuda"), "CUDA")
+            torch.library.register_fake(qualified)(lambda *a: _fake(function, d, a))
+            torch.library.register_autograd(qualified, self._backward(d), setup_context=_setup)
+            torch.library.register_vmap(qualified, lambda info, dims, *a: _vmap(self, d, info, dims, a))
+        return getattr(getattr(torch.ops, ns), name).default
+
+    def _backward(self, d):
+        ports = d.inputs
+
+        def backward(ctx, grad):
+            arguments = ctx.saved_tensors[:-1]
+            body = ctx.body
+            grads = [None] * len(ports)
+            outputs = self._outputs(d)
+            for k, port in enumerate(ports):
+                if not ctx.needs_input_grad[k + (1 if d.per_body else 0)]:
+                    continue
+                total = None
+                for output, (start, stop) in outputs.items():
+                    block = self._block(d, output, port.name)
+                    if block is None:
+                        raise RuntimeError(f"{d.name}: no derivative with respect to {port.name} is generated; "
+                                           "build the module with the derivative functions (docs/torch.md)")
+                    source = self.m._DESCRIPTIONS[block.function]
+                    values = [_given(arguments, ports, x, grad) for x in source.inputs]
+                    flat = self.op(block.function)(*(([body] if source.per_body else []) + values))
+                    part = source.part(block.part) if block.part else _description.Part(source.name, source.shape, 0)
+                    jacobian = flat[:, part.offset:part.stop].reshape((-1,) + tuple(part.shape))[:, block.row:, :]
+                    if jacobian.shape[-1] != port.size:
+                        raise RuntimeError(f"{d.name}: the derivative with respect to {port.name} is in its tangent "
+                                           f"space ({jacobian.shape[-1]} of {port.size} coordinates): use the "
+                                           "derivative functions themselves")
+                    rows = grad[:, start:stop].reshape(grad.shape[0], -1)
+                    if block.transform == _description.ROTATION:   # dR = [J_w dq]x R: rows to the angular velocity's
+                        R = ctx.saved_tensors[-1][:, start:stop].reshape(-1, 3, 3)
+                        A = rows.reshape(-1, 3, 3) @ R.transpose(1, 2)
+                        rows = torch.stack([A[:, 2, 1] - A[:, 1, 2], A[:, 0, 2] - A[:, 2, 0], A[:, 1, 0] - A[:, 0, 1]], 1)
+                    term = torch.einsum("bi,bij->bj", rows, jacobian[:, :rows.shape[1]])
+                    total = term if total is None else total + term
+                if total is not None and not port.per_state:   # one value for the batch: summed over it
+                    total = total.sum(0) if arguments[k].ndim == 1 else total
+                grads[k] = total
+            return ((None,) if d.per_body else ()) + tuple(grads)
+        return backward
+
+    def _outputs(self, d):
+        """{output name (None: the whole result): (start, stop) in the flat result}."""
+        names = list(dict.fromkeys(block.output for block in d.jacobians[0])) if d.jacobians else [None]
+        return {n: (0, d.size) if n is None else (d.part(n).offset, d.part(n).stop) for n in names}
+
+    def _block(self, d, output, name):
+        """The first choice's block d output / d name whose functions this module has."""
+        for choice in d.jacobians:
+            blocks = [b for b in choice if b.output == output and b.input == name]
+            if blocks and blocks[0].function in self.m._DESCRIPTIONS and blocks[0].transform in (_description.COPY, _description.ROTATION):
+                return blocks[0]
+        return None
+
+    def public(self, name):
+        """The function with the module's signature on tensors: the states (a function of a frame:
+        then the frame, by name or index), the settings, params= by keyword."""
+        d = self.m._DESCRIPTIONS[name]
+        op = self.op(name)
+        function = self.m._FUNCTIONS.table[name]
+
+        def call(*values, params=None, **settings):
+            body = None
+            if d.per_body:   # the states, then the frame (a name or an index in `frames`)
+                values = list(values)
+                frame = values.pop(len(d.states))
+                body, placement = self.m._frame(frame)
+                values.insert(len(d.states), placement)
+            head = values[function.first]
+            lead = tuple(head.shape[:-1])
+            device = head.device
+            args = []
+            given = list(values) + [None] * (len(d.inputs) - len(values))
+            for k, port in enumerate(d.inputs):   # a setting not given: its default (a keyword names it)
+                if port.name in settings:
+                    given[k] = settings.pop(port.name)
+                elif given[k] is None and port.broadcast:
+                    given[k] = params
+                elif given[k] is None and port.default is not None:
+                    given[k] = port.default
+            if settings:
+                raise TypeError(f"{name}() got an unexpected keyword argument {next(iter(settings))!r}")
+            for port, x in zip(d.inputs, given):
+                if port.per_state or (port.broadcast and x is not None and x.ndim > 1):
+                    x = x.reshape((-1, port.size))
+                elif port.broadcast and x is None:
+                    x = self.nominal.setdefault(device, torch.as_tensor(self.m._PARAMETERS.nominal, device=device))
+                elif not isinstance(x, torch.Tensor):
+                    x = torch.as_tensor(_np.ravel(_np.asarray(x, dtype=float)), device=device)
+                args.append(x)
+            flat = op(*(([body] if d.per_body else []) + args))
+            if d.scalar:
+                return flat.reshape(lead)
+            if d.parts:
+                return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
+            return flat.reshape(lead + tuple(d.shape))
+        call.__name__, call.__doc__ = name, d.public_doc
+        return call
+
+
+def _given(arguments, ports, port, like):
+    """Input `port` of a source function: this function's input of that name, else zeros."""
+    for x, p in zip(arguments, ports):
+        if p.name == port.name:
+            return x
+    return like.new_zeros((like.shape[0], port.size))
+
+
+def _setup(ctx, inputs, output):
+    body = inputs[0] if isinstance(inputs[0], int) else None
+    ctx.body = body
+    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)], output)
+
+
+def _count(function, d, tensors):
+    return tensors[function.first].shape[0]
+
+
+def _run(function, d, args, where):
+    body, tensors = (args[0], args[1:]) if d.per_body else (None, args)
+    count = _count(function, d, tensors)
+    for port, x in zip(d.inputs, tensors):
+        if x.dtype != _F64:
+            raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
+                            "float64 tensors (.double())")
+    out = torch.empty((count, d.size), dtype=_F64, device=tensors[function.first].device)
+    shaped = out.view((count,) + (() if d.scalar else tuple(d.shape)))
+    tensors = [x.contiguous() for x in tensors]
+    if where == "cpu":
+        arrays = [x.numpy() for x in tensors]
+        function(body, arrays, shaped.numpy(), 0)
+    else:
+        _device.call(function, body, tensors, shaped)
+    return out
+
+
+def _fake(function, d, args):
+    tensors = args[1:] if d.per_body else args
+    return tensors[function.first].new_empty((tensors[function.first].shape[0], d.size))
+
+
+def _vmap(ops, d, info, dims, args):
+    """A vmapped op: the vmapped dimension times the states, one batch."""
+    lead = 1 if d.per_body else 0
+    size = info.batch_size
+    flat = []
+    for k, (x, dim) in enumerate(zip(args, dims)):
+        if k < lead:
+            flat.append(x)
+            continue
+        port = d.inputs[k - lead]
+        if dim is None:
+            if port.per_state:
+                x = x.unsqueeze(0).expand((size,) + tuple(x.shape))
+            else:
+                flat.append(x)
+                continue
+        else:
+            x = x.movedim(dim, 0)
+        if not port.per_state and not port.broadcast:
+            raise ValueError(f"{d.name}: vmap over {port.name}, a value shared by the batch, is not supported; "
+                             "vmap over the states")
+        if port.broadcast and x.ndim == 2:   # one set per vmapped entry: one per state
+            states = args[lead + [p.per_state for p in d.inputs].index(True)]
+            per = states.shape[0] if dims[lead + [p.per_state for p in d.inputs].index(True)] is None else \
+                states.movedim(dims[lead + [p.per_state for p in d.inputs].index(True)], 0).shape[1]
+            x = x.unsqueeze(1).expand(size, per, x.shape[-1])
+        flat.append(x.reshape((-1, x.shape[-1])))
+    out = ops.op(d.name)(*flat)
+    return out.reshape(size, -1, d.size), 0

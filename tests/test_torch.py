@@ -1,0 +1,105 @@
+"""module.torch(name) on the CPU (issue 47): the operators equal the module, their gradients
+pass torch.autograd.gradcheck (central differences), and they trace under torch.compile and
+torch.func.vmap. The same operators on CUDA tensors: test_cuda.py's GPU tests."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+STATES = 5
+SEED = 4747
+
+
+def tensors(model, rng, count, *sizes):
+    return [torch.tensor(rng.normal(size=(count, n)), dtype=torch.float64, requires_grad=True) for n in sizes]
+
+
+def numpy(x):
+    return x.detach().numpy()
+
+
+@pytest.mark.parametrize("robot", ["ur5", "panda", "solo12"])
+def test_operators_equal_the_module(bridge_modules, robot):
+    """Every function of states, a batch and one state, and a function of a frame."""
+    module, model = bridge_modules[robot]
+    rng = np.random.default_rng(SEED)
+    from rbdgen.runtime.verify import random_inputs
+    states = random_inputs(model, rng, STATES)
+    for name, d in module._DESCRIPTIONS.items():
+        if d.kind != "state":
+            continue
+        args = [states[p.name] if p.per_state else np.full(p.size, 0.3) for p in d.inputs if not p.broadcast]
+        expected = getattr(module, name)(*args)
+        actual = module.torch(name)(*[torch.tensor(a) for a in args])
+        for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
+            assert np.array_equal(np.asarray(e), numpy(a)), name
+        one = module.torch(name)(*[torch.tensor(a[0] if p.per_state else a) for a, p in zip(args, d.inputs)])
+        first = one[0] if d.parts else one
+        assert tuple(first.shape) == (tuple(d.parts[0].shape) if d.parts else (() if d.scalar else tuple(d.shape))), name
+    frame = module.frames[-1]
+    q = states["q"]
+    J = module.torch("frame_jacobian_local_world_aligned")(torch.tensor(q), frame)
+    assert np.array_equal(numpy(J), module.frame_jacobian(q, frame, "local_world_aligned"))
+
+
+@pytest.mark.parametrize("robot", ["ur5", "panda"])
+def test_gradients_pass_gradcheck(bridge_modules, robot):
+    """Autograd from the generated derivatives against central differences: rnea, aba (their
+    derivatives), a frame's velocity and placement (its Jacobian, the rotation through the
+    angular rows) and, for Panda, the declared contact's dynamics."""
+    module, model = bridge_modules[robot]
+    rng = np.random.default_rng(SEED)
+    q, v, a = tensors(model, rng, 3, model.nq, model.nv, model.nv)
+    frame = module.frames[-1]
+    checks = {
+        "rnea": lambda q, v, a: module.torch("rnea")(q, v, a),
+        "aba": lambda q, v, a: module.torch("aba")(q, v, a),
+        "frame_velocity_local": lambda q, v, a: module.torch("frame_velocity_local")(q, v, frame),
+        "frame_placement": lambda q, v, a: module.torch("frame_placement")(q, frame),
+    }
+    if "contact_dynamics" in module._DESCRIPTIONS:
+        # (its accelerations and forces: the pivots, which judge redundancy, have no derivative)
+        checks["contact_dynamics"] = lambda q, v, a: module.torch("contact_dynamics")(q, v, a)[:2]
+    for name, f in checks.items():
+        assert torch.autograd.gradcheck(f, (q, v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
+
+
+def test_free_flyer_configuration_gradient_is_refused(bridge_modules):
+    """Solo12: d/dq is in the tangent space (nv of nq coordinates); the gradient with respect to
+    v is given, the one with respect to q refused in one line."""
+    module, model = bridge_modules["solo12"]
+    rng = np.random.default_rng(SEED)
+    from rbdgen.runtime.verify import random_inputs
+    states = random_inputs(model, rng, 2)
+    q = torch.tensor(states["q"], requires_grad=True)
+    v, a = (torch.tensor(states[n], requires_grad=True) for n in ("v", "a"))
+    tau = module.torch("rnea")(q.detach(), v, a)
+    tau.sum().backward()
+    assert v.grad is not None and torch.isfinite(v.grad).all()
+    with pytest.raises(RuntimeError, match="tangent space"):
+        module.torch("rnea")(q, v.detach(), a.detach()).sum().backward()
+
+
+def test_compile_and_vmap(bridge_modules):
+    """torch.compile traces the operator through its fake kernel (fullgraph); vmap over states
+    gives one batch of the C."""
+    module, model = bridge_modules["ur5"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.tensor(rng.normal(size=(3, 4, model.nv))) for _ in range(3))
+    rnea = module.torch("rnea")
+    expected = module.rnea(q.reshape(-1, model.nv).numpy(), v.reshape(-1, model.nv).numpy(),
+                           a.reshape(-1, model.nv).numpy()).reshape(3, 4, model.nv)
+    compiled = torch.compile(lambda q, v, a: rnea(q, v, a), backend="aot_eager", fullgraph=True)
+    assert np.array_equal(numpy(compiled(q, v, a)), expected)
+    assert np.array_equal(numpy(torch.func.vmap(rnea)(q, v, a)), expected)
+    assert np.array_equal(numpy(torch.func.vmap(torch.func.vmap(rnea))(q, v, a)), expected)
+
+
+def test_errors_name_the_input(bridge_modules):
+    module, model = bridge_modules["ur5"]
+    q = torch.zeros(model.nq, dtype=torch.float32)
+    with pytest.raises(TypeError, match="q is float32.*float64"):
+        module.torch("rnea")(q, q.double(), q.double())
+    with pytest.raises(ValueError, match="no function 'rneaa'"):
+        module.torch("rneaa")
