@@ -25,8 +25,7 @@ def _algorithms(text):
 
 
 def _printable(text):
-    """`text` on one line: control and other non-printable characters escaped (\\n, \\t,
-    \\x01, \\u2028), so that a name cannot break a line or a table."""
+    """`text` on one line, non-printable characters escaped (\\n, \\x01, \\u2028): no name breaks a line or table."""
     text = str(text)
     if text.isprintable():
         return text
@@ -367,11 +366,8 @@ def main(argv=None):
     p.add_argument("-o", "--output", default="generated", help="output folder (default: generated)")
     function_options(p)
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
-    p.add_argument("--cuda", action="store_true",
-                   help="the CUDA target too: kernels for device arrays (PyTorch, CuPy, JAX), compiled by NVRTC "
-                        "(pip install 'rbdgen[cuda]') for --cuda-arch or the GPUs present, else at the first call")
-    p.add_argument("--cuda-arch", metavar="sm_XY[,sm_XY...]",
-                   help="the GPU architectures to compile the kernels for at build time (implies --cuda)")
+    p.add_argument("--cuda", action="store_true", help="CUDA kernels too, for GPU arrays (docs/gpu.md)")
+    p.add_argument("--cuda-arch", metavar="sm_XY[,...]", help="compile them for these GPUs (implies --cuda)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("export", help="write the C library of a URDF's robot: sources, header, CMake package")
@@ -439,9 +435,7 @@ def main(argv=None):
             print(exc.output, file=sys.stderr)
         return 2
     except BrokenPipeError:
-        # the reader of stdout closed it (rbdgen symbolic ... | head): stop quietly, as a C
-        # tool killed by SIGPIPE does, with the status a shell gives one (128 + 13); stdout
-        # goes to devnull so that the interpreter's last flush does not fail again
+        # stdout's reader left (... | head): quiet, as after SIGPIPE (128 + 13); devnull for the last flush
         _stdout_to_devnull()
         return 141
     except OSError as exc:   # PermissionError, NotADirectoryError, ... met after the checks

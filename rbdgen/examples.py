@@ -23,7 +23,10 @@ ROBOTS = {
 
 
 def robots_dir():
-    """example-robot-data installs its URDFs under the cmeel prefix of site-packages."""
+    """example-robot-data installs its URDFs under the cmeel prefix of site-packages;
+    RBDGEN_ROBOTS_DIR names another folder of the same layout (a machine without the package)."""
+    if os.environ.get("RBDGEN_ROBOTS_DIR"):
+        return os.environ["RBDGEN_ROBOTS_DIR"]
     for key in ("purelib", "platlib"):
         path = os.path.join(sysconfig.get_paths()[key], "cmeel.prefix", "share", "example-robot-data", "robots")
         if os.path.isdir(path):

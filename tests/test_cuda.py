@@ -18,6 +18,8 @@ from rbdgen.runtime.verify import random_inputs
 STATES = 9   # more than one vector of lanes, and a tail
 SEED = 47
 
+gpu = pytest.mark.skipif(not cuda.present_architectures(), reason="no CUDA GPU")
+
 
 def host_library(module, folder, names):
     """The CUDA files of `names` compiled as host C (with the module's compiler and flags)."""
@@ -126,4 +128,59 @@ def test_build_option_checks_the_architectures(tmp_path):
         check_architectures(["hopper"])
 
 
-gpu = pytest.mark.skipif(not cuda.present_architectures(), reason="no CUDA GPU")
+def _close(name, actual, expected):
+    scale = max(np.abs(expected).max(initial=0.0), 1.0)
+    assert np.abs(actual - expected).max(initial=0.0) <= GPU_REL_TOL * scale, name
+
+
+GPU_REL_TOL = 1e-12   # the GPU's FMA and sin/cos against the C: the issue's bound
+
+
+@gpu
+@pytest.mark.parametrize("robot", ["ur5", "panda", "solo12"])
+def test_gpu_equals_the_c_module(bridge_modules, robot):
+    """Every function on CUDA tensors (PyTorch), then CuPy and JAX arrays where installed,
+    at 1 and 1 000 states (and out=), against the C batch."""
+    torch = pytest.importorskip("torch")
+    module, model = bridge_modules[robot]
+    rng = np.random.default_rng(SEED)
+    bodies = sorted({body for body, _ in module._FRAME_TABLE.values()})
+    kinds = [lambda x: torch.tensor(x, device="cuda")]
+    for name in ("cupy", "jax"):
+        try:
+            lib = __import__(name)
+            kinds.append(lib.asarray if name == "cupy" else (lambda x, lib=lib: lib.device_put(x, lib.devices("gpu")[0])))
+        except Exception:
+            pass
+    for name, d in module._DESCRIPTIONS.items():
+        function = module._FUNCTIONS.table[name]
+        for count in (1, 1000):
+            values = inputs_of(module, model, d, rng, count)
+            for body in (bodies[:2] if d.per_body else [None]):
+                flat = lambda r: np.concatenate([np.reshape(np.asarray(p), (count, -1)) for p in r], axis=1) \
+                    if function.parts else np.reshape(np.asarray(r), (count, -1))
+                expected = flat(function(body, values, None, 1))
+                for kind in kinds:
+                    device = [kind(x) if p.per_state else x for x, p in zip(values, d.inputs)]
+                    result = function(body, device, None, 0)
+                    host = lambda x: x.cpu().numpy() if hasattr(x, "cpu") else (x.get() if hasattr(x, "get") else np.asarray(x))
+                    actual = np.concatenate([host(p).reshape(count, -1) for p in result], axis=1) if function.parts \
+                        else host(result).reshape(count, -1)
+                    _close(f"{robot} {name} ({count} states)", actual, expected)
+
+
+@gpu
+def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
+    torch = pytest.importorskip("torch")
+    module, model = bridge_modules["panda"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.tensor(rng.normal(size=(3, model.nv)), device="cuda", requires_grad=True) for _ in range(3))
+    for name in ("rnea", "aba"):
+        op = module.torch(name)
+        assert torch.autograd.gradcheck(lambda q, v, a: op(q, v, a), (q, v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
+    count = 1 << 20
+    q, v, a = (torch.tensor(rng.normal(size=(count, model.nv)), device="cuda") for _ in range(3))
+    tau = module.torch("rnea")(q, v, a)
+    picked = rng.choice(count, 1000, replace=False)
+    expected = module.rnea(q.cpu().numpy()[picked], v.cpu().numpy()[picked], a.cpu().numpy()[picked])
+    _close("rnea, a million states", tau.cpu().numpy()[picked], expected)

@@ -66,7 +66,7 @@ class Operators:
                     block = self._block(d, output, port.name)
                     if block is None:
                         raise RuntimeError(f"{d.name}: no derivative with respect to {port.name} is generated; "
-                                           "build the module with the derivative functions (docs/torch.md)")
+                                           "build the module with the derivative functions (docs/gpu.md)")
                     source = self.m._DESCRIPTIONS[block.function]
                     values = [_given(arguments, ports, x, grad) for x in source.inputs]
                     flat = self.op(block.function)(*(([body] if source.per_body else []) + values))
