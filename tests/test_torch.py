@@ -63,6 +63,9 @@ def test_gradients_pass_gradcheck(bridge_modules, robot):
         checks["contact_dynamics"] = lambda q, v, a: module.torch("contact_dynamics")(q, v, a)[:2]
     for name, f in checks.items():
         assert torch.autograd.gradcheck(f, (q, v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
+    if "contact_dynamics" in module._DESCRIPTIONS:   # the pivots have none: refused, never a silent zero
+        with pytest.raises(RuntimeError, match="pivots has no generated derivative"):
+            module.torch("contact_dynamics")(q, v, a)[2].sum().backward()
 
 
 def test_free_flyer_configuration_gradient_is_refused(bridge_modules):

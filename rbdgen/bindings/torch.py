@@ -58,6 +58,11 @@ class Operators:
             body = ctx.body
             grads = [None] * len(ports)
             outputs = self._outputs(d)
+            if None not in outputs:   # a part no derivative is generated for (a contact solve's pivots)
+                for part in d.parts:
+                    if part.name not in outputs and bool(grad[:, part.offset:part.stop].any()):
+                        raise RuntimeError(f"{d.name}: {part.name} has no generated derivative; "
+                                           "differentiate the other parts only")
             for k, port in enumerate(ports):
                 if not ctx.needs_input_grad[k + (1 if d.per_body else 0)]:
                     continue
@@ -162,13 +167,9 @@ def _setup(ctx, inputs, output):
     ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)], output)
 
 
-def _count(function, d, tensors):
-    return tensors[function.first].shape[0]
-
-
 def _run(function, d, args, where):
     body, tensors = (args[0], args[1:]) if d.per_body else (None, args)
-    count = _count(function, d, tensors)
+    count = tensors[function.first].shape[0]
     for port, x in zip(d.inputs, tensors):
         if x.dtype != _F64:
             raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
@@ -190,30 +191,23 @@ def _fake(function, d, args):
 
 
 def _vmap(ops, d, info, dims, args):
-    """A vmapped op: the vmapped dimension times the states, one batch."""
+    """A vmapped op: the vmapped dimension times the states, one batch. A vmapped set of model
+    parameters (one per vmapped entry) is repeated for that entry's states."""
     lead = 1 if d.per_body else 0
     size = info.batch_size
-    flat = []
-    for k, (x, dim) in enumerate(zip(args, dims)):
-        if k < lead:
+    first = lead + [p.per_state for p in d.inputs].index(True)
+    states = args[first] if dims[first] is None else args[first].movedim(dims[first], 0)[0]
+    per = states.shape[0]   # the states of one vmapped entry
+    flat = list(args[:lead])
+    for port, x, dim in zip(d.inputs, args[lead:], dims[lead:]):
+        if dim is None and not port.per_state and x.ndim == 1:   # one value for the whole batch
             flat.append(x)
             continue
-        port = d.inputs[k - lead]
-        if dim is None:
-            if port.per_state:
-                x = x.unsqueeze(0).expand((size,) + tuple(x.shape))
-            else:
-                flat.append(x)
-                continue
-        else:
-            x = x.movedim(dim, 0)
         if not port.per_state and not port.broadcast:
             raise ValueError(f"{d.name}: vmap over {port.name}, a value shared by the batch, is not supported; "
                              "vmap over the states")
-        if port.broadcast and x.ndim == 2:   # one set per vmapped entry: one per state
-            states = args[lead + [p.per_state for p in d.inputs].index(True)]
-            per = states.shape[0] if dims[lead + [p.per_state for p in d.inputs].index(True)] is None else \
-                states.movedim(dims[lead + [p.per_state for p in d.inputs].index(True)], 0).shape[1]
+        x = x.unsqueeze(0).expand((size,) + tuple(x.shape)) if dim is None else x.movedim(dim, 0)
+        if port.broadcast and x.ndim == 2:
             x = x.unsqueeze(1).expand(size, per, x.shape[-1])
         flat.append(x.reshape((-1, x.shape[-1])))
     out = ops.op(d.name)(*flat)

@@ -318,7 +318,8 @@ def render_kernels_header(module, header):
 
 
 def render_function(module, fn):
-    return template("function.c.j2").render(version=__version__, kernels_header=kernels_header_name(module), fn=fn)
+    return template("function.c.j2").render(version=__version__, kernels_header=kernels_header_name(module), fn=fn,
+                                            device="")
 
 
 def cuda_header_name(module):
@@ -332,4 +333,5 @@ def render_cuda_header(module):
 def render_cuda_function(module, fn):
     """The CUDA dialect of a function (its template data, `fn`, as the C dialect has it): a
     device function of one state, the same statements in the same parts, and a batch kernel."""
-    return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module), fn=fn)
+    return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module), fn=fn,
+                                             device="RBDGEN_DEVICE ")
