@@ -73,10 +73,10 @@ def main():
                 q[3:7] /= np.linalg.norm(q[3:7])
             states.append((q, rng.normal(size=model.nv), rng.normal(size=model.nv)))
         for q, v, tau in states[:4]:   # the same numbers before timing
-            ours = module.constrained_dynamics(q, v, tau, 0.0, 0.0, 0.0)[0]
+            ours = module.constrained_dynamics(q, v, tau)[0]
             theirs = pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, exact)
             assert np.allclose(ours, theirs, rtol=0, atol=1e-8 * max(1, np.abs(theirs).max())), name
-        ours_call = lambda q, v, tau: module.constrained_dynamics(q, v, tau, 0.0, 0.0, 0.0)
+        ours_call = lambda q, v, tau: module.constrained_dynamics(q, v, tau)
         pin_call = lambda q, v, tau: pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, exact)
         ours, theirs = [], []
         for r in range(args.rounds):
@@ -87,7 +87,7 @@ def main():
         batch = []
         for _ in range(5):
             t0 = time.perf_counter()
-            module.constrained_dynamics(Q, V, TAU, 0.0, 0.0, 0.0, threads=1)
+            module.constrained_dynamics(Q, V, TAU, threads=1)
             batch.append((time.perf_counter() - t0) / args.batch * 1e9)
         a, b = statistics.median(ours), statistics.median(theirs)
         rows = sum(3 if loop.kind == "3d" else 6 for loop in model.loops)

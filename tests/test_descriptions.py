@@ -34,7 +34,6 @@ def test_model_json_holds_every_description_exactly(specs):
     bound = [spec.bind(model, "ur5") for spec in fn_table.FUNCTIONS]
     for d in bound:
         assert Description.from_json(json.loads(json.dumps(d.to_json()))) == d, d.name
-        assert [port.name for port in d.inputs] == list(fn_table.BY_NAME[d.name].arguments(model)), d.name
         offsets = [p.offset for p in d.entry_parts] + [d.size]
         assert offsets == [0] + [p.stop for p in d.entry_parts], d.name   # the parts tile the output
     by_name = {d.name: d for d in bound}
@@ -54,10 +53,8 @@ def test_contact_descriptions_name_their_pivots():
 
 @pytest.mark.parametrize("key", ["panda", "solo12"])
 def test_every_front_end_exposes_the_description_s_signature(bridge_modules, key):
-    """The module's functions (their C entry points and the Python functions behind them), the
-    reference's, JAX's and CasADi's take what the description says, in its order."""
-    pytest.importorskip("jax")
-    pytest.importorskip("casadi")
+    """The module's functions (their C entry points and the Python functions behind them) and
+    the reference's take what the description says, in its order (JAX's and CasADi's: below)."""
     module, _ = bridge_modules[key]
     checked = 0
     for name, d in module._DESCRIPTIONS.items():
@@ -72,9 +69,6 @@ def test_every_front_end_exposes_the_description_s_signature(bridge_modules, key
             if d.kind != "contact":   # (the reference's functions of contacts take them as an argument)
                 assert parameters(getattr(reference, name)) == (("model", REQUIRED),) + d.parameters() + \
                     (("params", None),), name
-            assert parameters(module.jax(name)) == d.parameters(), name
-            held = [port.name for port in d.inputs if port.role == DAMPING]   # CasADi holds the solve rigid
-            assert module.casadi(name).name_in() == [n for n in d.names if n not in held], name
         checked += 1
     assert checked >= 15
     for family in {d.family for d in module._DESCRIPTIONS.values() if d.per_body}:
@@ -84,10 +78,29 @@ def test_every_front_end_exposes_the_description_s_signature(bridge_modules, key
         assert parameters(getattr(module, family)) == states + reference_frame + MODULE_KEYWORDS, family
         assert parameters(getattr(reference, family)) == (("model", REQUIRED),) + states + reference_frame + \
             (("params", None),), family
-        if family != "frame_placement":
-            assert parameters(module.jax(family)) == states + reference_frame, family
     for name, point in POINTS.items():
         if hasattr(module, name):
             states = tuple((x, REQUIRED) for x in (*point.states, "frame", "point"))
             assert parameters(getattr(module, name)) == states + MODULE_KEYWORDS, name
             assert parameters(getattr(reference, name)) == (("model", REQUIRED),) + states + (("params", None),)
+
+
+@pytest.mark.parametrize("key", ["panda", "solo12"])
+def test_jax_and_casadi_expose_the_description_s_signature(bridge_modules, key):
+    """JAX's functions take the description's parameters; CasADi's inputs are its ports, but the
+    damping of a solve, which CasADi holds rigid."""
+    pytest.importorskip("jax")
+    pytest.importorskip("casadi")
+    module, _ = bridge_modules[key]
+    for name, d in module._DESCRIPTIONS.items():
+        if d.per_body:
+            if d.family != "frame_placement" and d.name == next(e.name for e in module._DESCRIPTIONS.values()
+                                                                if e.family == d.family):
+                states = tuple((port.name, REQUIRED) for port in d.states) + (("frame", REQUIRED),)
+                reference_frame = (("reference", d.default_reference),) if d.reference else ()
+                assert parameters(module.jax(d.family)) == states + reference_frame, d.family
+            continue
+        if not d.declared:
+            assert parameters(module.jax(name)) == d.parameters(), name
+            held = [port.name for port in d.inputs if port.role == DAMPING]
+            assert module.casadi(name).name_in() == [n for n in d.names if n not in held], name

@@ -13,8 +13,6 @@ from rbdgen.model.sdf import model_from_sdf
 from rbdgen.runtime.pinocchio_bridge import pinocchio_of
 from test_sdf import INERTIA, cassie_path
 
-pin = pytest.importorskip("pinocchio")
-
 REL_TOL_PINOCCHIO = 1e-9      # the same solve in another order
 LOOP_ALGORITHMS = ["loop_residual", "loop_jacobian", "loop_gamma", "constrained_dynamics", "project_velocity",
                    "constrained_dynamics_derivatives", "integrate", "rnea", "aba"]
@@ -72,6 +70,7 @@ def test_residual_jacobian_and_gamma_agree(closed):
 
 
 def test_constrained_dynamics_equals_pinocchio(closed):
+    pin = pytest.importorskip("pinocchio")
     model, rng = closed, np.random.default_rng(7)
     pm, constraints = pinocchio_of(model)
     pd = pm.createData()
@@ -115,35 +114,52 @@ def test_a_planar_four_bar_is_redundant_unless_damped(tmp_path):
     assert np.isfinite(qdd).all() and (pivots > 0).all()
 
 
-def test_a_generated_closed_chain_module(tmp_path):
-    """The spatial four-bar's module (verified against the reference when built): its functions
-    in batches, through CasADi and JAX."""
-    path = tmp_path / "spatial_four_bar.sdf"
+@pytest.fixture(scope="module")
+def four_bar_module(tmp_path_factory):
+    """The spatial four-bar's module (verified against the reference when built), its model and
+    a batch of states with the constrained dynamics and its derivatives at the first."""
+    folder = tmp_path_factory.mktemp("four_bar")
+    path = folder / "spatial_four_bar.sdf"
     path.write_text(spatial_four_bar())
-    module = rbdgen.build(str(path), out_dir=str(tmp_path), algorithms=LOOP_ALGORITHMS)
-    assert module.loops == ("close",)
-    model = model_from_sdf(spatial_four_bar())
+    module = rbdgen.build(str(path), out_dir=str(folder), algorithms=LOOP_ALGORITHMS)
     rng = np.random.default_rng(11)
     Q, V, TAU = (rng.normal(size=(4, 3)) * s for s in (0.3, 1.0, 1.0))
-    qdd, lam, pivots = module.constrained_dynamics(Q, V, TAU, 4.0, 2.0, 0.0)
+    qdd = module.constrained_dynamics(Q, V, TAU, kp=4.0, kd=2.0)[0]
+    D = module.constrained_dynamics_derivatives(Q[0], V[0], TAU[0], kp=4.0, kd=2.0)
+    return module, model_from_sdf(spatial_four_bar()), (Q, V, TAU), qdd, D
+
+
+def test_a_generated_closed_chain_module(four_bar_module):
+    """Its functions in batches against the reference, and its state projections."""
+    module, model, (Q, V, TAU), qdd, _ = four_bar_module
+    assert module.loops == ("close",)
     for k in range(4):
         want = reference.constrained_dynamics(model, Q[k], V[k], TAU[k], kp=4.0, kd=2.0)
         np.testing.assert_allclose(qdd[k], want[0], rtol=0, atol=1e-10 * max(1, np.abs(want[0]).max()))
         np.testing.assert_allclose(module.loop_jacobian(Q[k]), reference.loop_jacobian(model, Q[k]), rtol=0, atol=1e-12)
-    near = module.project_configuration(0.02 * rng.normal(size=(5, 3)))   # a batch, in C but for Newton's steps
+    near = module.project_configuration(0.02 * np.random.default_rng(12).normal(size=(5, 3)))   # a batch
     assert np.abs(module.loop_residual(near)).max() <= 1e-9
     v_plus, _, _ = module.project_velocity(near, V[:1].repeat(5, axis=0), 0.0)
     assert np.abs(np.einsum("bij,bj->bi", module.loop_jacobian(near), v_plus)).max() <= 1e-9
+
+
+def test_a_closed_chain_through_casadi(four_bar_module):
+    """CasADi's function, and its Jacobian: the generated derivatives."""
     pytest.importorskip("casadi")
+    module, _, (Q, V, TAU), qdd, D = four_bar_module
     f = module.casadi("constrained_dynamics")
     assert f.name_in() == ["q", "v", "tau", "kp", "kd"]
     got = f(Q[0], V[0], TAU[0], 4.0, 2.0)
     np.testing.assert_allclose(got[0].full().ravel(), qdd[0], rtol=0, atol=1e-12)
-    D = module.constrained_dynamics_derivatives(Q[0], V[0], TAU[0], 4.0, 2.0, 0.0)
-    J = f.jacobian()(Q[0], V[0], TAU[0], 4.0, 2.0, *got)   # CasADi's Jacobian: the generated derivatives
+    J = f.jacobian()(Q[0], V[0], TAU[0], 4.0, 2.0, *got)
     np.testing.assert_allclose(J[0].full(), D[0], rtol=0, atol=1e-12)   # d q-ddot / dq
+
+
+def test_a_closed_chain_through_jax(four_bar_module):
+    """JAX under jit, and jacfwd through the generated derivatives."""
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
+    module, _, (Q, V, TAU), _, D = four_bar_module
     residual = jax.jit(module.jax("loop_residual"))
     np.testing.assert_allclose(residual(Q), module.loop_residual(Q), rtol=0, atol=1e-14)
     dynamics = module.jax("constrained_dynamics")
@@ -174,6 +190,7 @@ def test_states_projected_onto_the_loops(closed):
 def test_a_loop_stated_for_a_urdf():
     """--loop (loops=): UR5 with its tool held at a point fixed to the world equals Pinocchio's
     constraint dynamics; bad specs are one line naming the part that is wrong."""
+    pin = pytest.importorskip("pinocchio")
     from helpers import robot_path
     model = rbdgen.load_model(robot_path("ur5"), loops=["tool0@0,0,0.1:world@0.3,0.2,0.5"])
     assert [(loop.name, loop.kind) for loop in model.loops] == [("tool0@0,0,0.1:world@0.3,0.2,0.5", "3d")]

@@ -68,14 +68,26 @@ def arm_urdf():
 </robot>"""
 
 
-def arm_sdf_17(degrees=False):
+def quaternion_xyzw(roll, pitch, yaw):
+    """The unit quaternion of URDF's rpy (R = Rz(yaw) Ry(pitch) Rx(roll)), x y z w."""
+    cr, sr, cp, sp, cy, sy = (f(a / 2) for a in (roll, pitch, yaw) for f in (np.cos, np.sin))
+    return (sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy,
+            cr * cp * cy + sr * sp * sy)
+
+
+def arm_sdf_17(degrees=False, quaternion=False):
     shoulder = " ".join(repr(x) for x in SHOULDER[:5]) + " " + ("90" if degrees else repr(SHOULDER[5]))
+    rotation = ""
+    if quaternion:   # twice the unit quaternion: the reader normalizes it
+        shoulder = " ".join(repr(x) for x in SHOULDER[:3]) + " " + " ".join(
+            repr(2 * float(x)) for x in quaternion_xyzw(*SHOULDER[3:]))
+        rotation = ' rotation_format="quat_xyzw"'
     return f"""<sdf version="1.7"><model name="arm">
   <link name="base"><inertial><mass>2</mass>{INERTIA.format(0.1, 0.1, 0.1, 0)}</inertial></link>
   <joint name="anchor" type="fixed"><parent>world</parent><child>base</child></joint>
   <link name="upper"><pose relative_to="shoulder">0.1 0 0 0 0 0</pose>
     <inertial><pose>0 0 0.2 0 0 0</pose><mass>{UPPER['mass']}</mass>{UPPER['inertia']}</inertial></link>
-  <joint name="shoulder" type="revolute"><pose relative_to="base"{' degrees="true"' if degrees else ''}>{shoulder}</pose>
+  <joint name="shoulder" type="revolute"><pose relative_to="base"{' degrees="true"' if degrees else ''}{rotation}>{shoulder}</pose>
     <parent>base</parent><child>upper</child><axis><xyz>0 1 0</xyz></axis></joint>
   <link name="fore"><pose relative_to="elbow">0 0 0 0 0 0</pose>
     <inertial><pose>{' '.join(map(repr, FORE_INERTIAL))}</pose><mass>{FORE['mass']}</mass>{FORE['inertia']}</inertial></link>
@@ -106,10 +118,11 @@ def arm_sdf_16():
 </model></sdf>"""
 
 
-@pytest.mark.parametrize("source", ["1.7", "1.7 degrees", "1.6"])
+@pytest.mark.parametrize("source", ["1.7", "1.7 degrees", "1.7 quaternion", "1.6"])
 def test_an_arm_equals_its_urdf(source):
     """Dynamics and frames of the SDFormat arm equal those of the URDF written by hand."""
-    sdf = model_from_sdf(arm_sdf_16() if source == "1.6" else arm_sdf_17(degrees="degrees" in source))
+    sdf = model_from_sdf(arm_sdf_16() if source == "1.6" else
+                         arm_sdf_17(degrees="degrees" in source, quaternion="quaternion" in source))
     urdf = model_from_urdf_string(arm_urdf())
     assert [j.name for j in sdf.joints] == [j.name for j in urdf.joints] == ["shoulder", "elbow"]
     rng = np.random.default_rng(3)

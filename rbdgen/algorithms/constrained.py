@@ -19,6 +19,7 @@ redundant contact set (never a crash, and the caller refuses the numbers).
 from dataclasses import dataclass
 
 from ..errors import ModelError, did_you_mean
+from ..model.closures import parse_point
 from ..spatial import Force, sum_terms
 from .frames import placement_from_entries
 from . import fd_crba as _fd_crba
@@ -289,15 +290,9 @@ def parse_contact(model, text):
 
 
 def _triple(text, whole, what):
-    import math
-    import re
-    parts = text.split(",")
-    number = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
-    if len(parts) != 3 or not all(number.match(p.strip()) for p in parts):
-        raise ModelError(f"contact {whole!r}: the {what} must be three numbers x,y,z")
-    values = tuple(float(p) for p in parts)
-    if not all(math.isfinite(x) for x in values):
-        raise ModelError(f"contact {whole!r}: the {what} must be finite")
+    values = parse_point(text)
+    if values is None:
+        raise ModelError(f"contact {whole!r}: the {what} must be three finite numbers x,y,z")
     return values
 
 

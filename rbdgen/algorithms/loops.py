@@ -18,13 +18,12 @@ from ..spatial import sum_terms
 from . import constrained, derivatives, mimic
 from .frames import placement_entries
 
-KINDS = {"3d": 3, "6d": 6}
 REFERENCE = "local_world_aligned"
 
 
 def rows(model):
     """The loops' number of constraint rows."""
-    return sum(KINDS[loop.kind] for loop in model.loops)
+    return sum(constrained.KINDS[loop.kind] for loop in model.loops)
 
 
 def _frames(model, loop):
@@ -55,7 +54,7 @@ def loop_jacobian(model, ops, q):
     G = []
     for loop in model.loops:
         a, b = (mimic.frame_jacobian_of_body(model, ops, frame, q, reference=REFERENCE) for frame in _frames(model, loop))
-        G += [[x - y for x, y in zip(row_a, row_b)] for row_a, row_b in zip(a, b)][:KINDS[loop.kind]]
+        G += [[x - y for x, y in zip(row_a, row_b)] for row_a, row_b in zip(a, b)][:constrained.KINDS[loop.kind]]
     return G
 
 
@@ -66,7 +65,7 @@ def loop_gamma(model, ops, q, v):
     for loop in model.loops:
         a, b = (mimic.frame_acceleration(model, ops, frame, q, v, zero, reference=REFERENCE, classical=True)
                 for frame in _frames(model, loop))
-        gamma += [y - x for x, y in zip(a, b)][:KINDS[loop.kind]]
+        gamma += [y - x for x, y in zip(a, b)][:constrained.KINDS[loop.kind]]
     return gamma
 
 

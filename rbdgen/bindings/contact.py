@@ -126,11 +126,16 @@ def check_restitution(restitution):
     return _number(restitution, "restitution", 1.0)
 
 
+# A pivot of G M^-1 G^T is clearly positive above this fraction of the largest (below: redundant
+# constraints). The module's C entry points, this file and JAX read this one number.
+PIVOT_CLEAR = 1e-12
+
+
 def unclear_pivots(pivots):
     """Per state (rows of `pivots`), whether a pivot of G M^-1 G^T is not clearly positive
     (redundant contacts; NaN is not clear either)."""
     pivots = np.atleast_2d(pivots)
-    return ~(pivots > 1e-12 * np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
+    return ~(pivots > PIVOT_CLEAR * np.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
 
 
 def refuse_redundant(pivots, damping, contacts, what="contacts"):
@@ -141,7 +146,7 @@ def refuse_redundant(pivots, damping, contacts, what="contacts"):
         return
     if pivots.ndim == 1:   # one state: plain floats are quicker than NumPy on a few numbers
         values = pivots.tolist()
-        limit = 1e-12 * max(values)
+        limit = PIVOT_CLEAR * max(values)
         if all(x > limit for x in values):   # NaN is not good either
             return
     unclear = unclear_pivots(pivots)

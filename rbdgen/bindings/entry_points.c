@@ -125,7 +125,7 @@ static int pivots_clear(const function_t *f, const double *out, Py_ssize_t count
         for (Py_ssize_t i = first; i < f->out_size; ++i)
             largest = fmax(largest, state[i]);
         for (Py_ssize_t i = first; i < f->out_size && clear; ++i)
-            clear = state[i] > 1e-12 * largest;   /* NaN is not clear either */
+            clear = state[i] > RBDGEN_PIVOT_CLEAR * largest;   /* NaN is not clear either */
         if (!clear) return 0;
     }
     return 1;

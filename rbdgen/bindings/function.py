@@ -175,21 +175,21 @@ class Overloaded:
     def __call__(self, *values):
         given = dict(zip(self.names, values))
         out, threads = given.pop("out"), given.pop("threads")
-        function = self.function
-        for overload in function.description.overloads:
-            value = given.pop(overload.keyword)
-            if (value is None) if overload.kind == _description.FORCES else not value:
-                continue
-            other = self.function.module.table.get(overload.function)
-            if other is None:
-                raise ValueError(f"{overload.keyword}: this module was built without {overload.function}; "
-                                 "rebuild it with that function")
-            if overload.kind == _description.ADDED:   # (+: NumPy and device arrays alike)
-                given[overload.input] = given[overload.input] + other(None, [given[n] for n in other.names], None, threads)
-            else:   # FORCES
-                rows = other.description.port(overload.input).size // 6
-                given[overload.input] = _arguments.forces(value, given[self.states[0]], rows, self.function.module.nq)
-                function = other
+        module = self.function.module
+
+        def other(name):
+            if name not in module.table:
+                keyword = next(o.keyword for o in self.function.description.overloads if o.function == name)
+                raise ValueError(f"{keyword}: this module was built without {name}; rebuild it with that function")
+            return module.table[name]
+
+        def forces(overload, value):
+            rows = other(overload.function).description.port(overload.input).size // 6
+            return _arguments.forces(value, given[self.states[0]], rows, module.nq)
+        chosen = _description.apply_overloads(
+            self.function.description.overloads, given, forces=forces,
+            added=lambda name: other(name)(None, [given[n] for n in other(name).names], None, threads))
+        function = self.function if chosen is None else other(chosen)
         return function(None, [given[n] for n in function.names], out, threads)
 
 

@@ -148,7 +148,7 @@ class Bridge:
         d = self.m._DESCRIPTIONS[name]
         function = self.function(name, threads)
         if d.pivots is not None:
-            function = _checked_pivots(function, d.damping)
+            function = _checked_pivots(function, d.damping, self.m._contact.PIVOT_CLEAR)
         return _differentiable(function, self.rule(name), d.names, name, self.m)
 
     def of_states(self, name, threads):
@@ -160,28 +160,26 @@ class Bridge:
         parameters = d.parameters()
         names = [n for n, _ in parameters]
 
+        def other(name):
+            if not self.has(name):
+                keyword = next(o.keyword for o in d.overloads if o.function == name)
+                raise ValueError(f"{keyword}: this module was built without {name}; rebuild it with that function")
+            return m._DESCRIPTIONS[name]
+
+        def forces(overload, value):   # (..., nbodies, 6) rows [force; torque]
+            rows = other(overload.function).port(overload.input).size // 6
+            f = jnp.asarray(value, dtype=jnp.float64)
+            if f.shape[-2:] != (rows, 6):
+                raise ValueError(f"{overload.keyword}: expected (..., {rows}, 6) (rows [force; torque] per joint), "
+                                 f"got {f.shape}")
+            return f.reshape(f.shape[:-2] + (6 * rows,))
+
         def call(*values):
             given = dict(zip(names, values))
-            chosen, function = d, plain
-            for overload in d.overloads:
-                value = given.pop(overload.keyword)
-                if (value is None) if overload.kind == m._description.FORCES else not value:
-                    continue
-                if not self.has(overload.function):
-                    raise ValueError(f"{overload.keyword}: this module was built without {overload.function}; "
-                                     "rebuild it with that function")
-                if overload.kind == m._description.ADDED:
-                    given[overload.input] = given[overload.input] + self.make(overload.function, threads)(
-                        *(given[n] for n in m._DESCRIPTIONS[overload.function].names))
-                else:   # FORCES: (..., nbodies, 6) rows [force; torque]
-                    chosen = m._DESCRIPTIONS[overload.function]
-                    rows = chosen.port(overload.input).size // 6
-                    f = jnp.asarray(value, dtype=jnp.float64)
-                    if f.shape[-2:] != (rows, 6):
-                        raise ValueError(f"{overload.keyword}: expected (..., {rows}, 6) (rows [force; torque] per "
-                                         f"joint), got {f.shape}")
-                    given[overload.input] = f.reshape(f.shape[:-2] + (6 * rows,))
-                    function = self.differentiable(overload.function, threads)
+            name = m._description.apply_overloads(
+                d.overloads, given, forces=forces,
+                added=lambda name: self.make(name, threads)(*(given[n] for n in other(name).names)))
+            chosen, function = (d, plain) if name is None else (other(name), self.differentiable(name, threads))
             if "params" in given:
                 given["params"] = _params(m, given["params"])[0]
             return function(*(given[n] for n in chosen.names))
@@ -251,7 +249,8 @@ class Bridge:
         # a choice's blocks count for the inputs this function takes (params: with model
         # parameters); the parameters' derivative function is required when params is differentiated
         choices = [[block for block in c if block.input in d.names] for c in d.jacobians]
-        sources = lambda choice: [block.function for block in choice if block.input != "params"]
+        parameters = lambda block: d.port(block.input).role == m._description.PARAMETERS
+        sources = lambda choice: [block.function for block in choice if not parameters(block)]
         # (else the first: each block is required when its input is differentiated, which then
         # says what to build)
         choice = next((c for c in choices if all(self.has(s) for s in sources(c))), choices[0])
@@ -381,15 +380,15 @@ def _differentiable(function, rule, names, public, m):
     return wrapped
 
 
-def _checked_pivots(function, damping_at):
+def _checked_pivots(function, damping_at, clear):
     """A contact or loop solve without its last part, the pivots of G M^-1 G^T: where one is not
-    clearly positive and the damping (input `damping_at`) is 0 (redundant constraints, where the
-    module raises), the results are NaN."""
+    clearly positive (above `clear` times the largest) and the damping (input `damping_at`) is 0
+    (redundant constraints, where the module raises), the results are NaN."""
 
     def checked(*args):
         *results, pivots = function(*args)
         damping = jnp.asarray(args[damping_at], dtype=jnp.float64)
-        good = jnp.all(pivots > 1e-12 * jnp.max(jnp.abs(pivots), axis=-1, keepdims=True), axis=-1) | (damping > 0)
+        good = jnp.all(pivots > clear * jnp.max(jnp.abs(pivots), axis=-1, keepdims=True), axis=-1) | (damping > 0)
         results = [jnp.where(good.reshape(good.shape + (1,) * (r.ndim - good.ndim)), r, jnp.nan) for r in results]
         return tuple(results) if len(results) > 1 else results[0]
     return checked

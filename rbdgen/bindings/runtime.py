@@ -76,7 +76,7 @@ def check_params(params):
 _DESCRIPTIONS = _description.read(_META["functions"])
 _CALL_KEYWORDS = _description.MODULE_KEYWORDS   # every public function's last keywords
 _FUNCTIONS = _function.Module(_HERE, _lib, _buf, _PARAMETERS, operation_counts, nq,
-                              loops=tuple(loop["name"] for loop in _META["loops"]), name=_META["module"])
+                              loops=loops, name=_META["module"])
 _TABLE = _FUNCTIONS.table
 _TABLE.update({fname: _function.Function(_FUNCTIONS, d) for fname, d in _DESCRIPTIONS.items()})
 for _spec in _TABLE.values():

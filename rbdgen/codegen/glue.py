@@ -3,6 +3,7 @@ batch loops (batch.c), what the module says about itself (info.c), the Python en
 (calls.c) and CasADi's external interface (casadi.c)."""
 
 from ..algorithms.frames import REFERENCE_FRAMES
+from ..bindings.contact import PIVOT_CLEAR
 from ..table.description import COPY, DAMPING, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION, signature_text
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..version import __version__
@@ -41,7 +42,7 @@ def render_calls(module, header, functions, nq, nv, frames, *, nominal=(), bodie
     declared = [fn for fn in functions if fn["declared"] and not nominal]
     kinds, points = (frame_kinds(functions), point_kinds(functions)) if not nominal else ([], [])
     return template("calls.c.j2").render(
-        max_inputs=max(len(fn["inputs"]) for fn in functions),
+        max_inputs=max(len(fn["inputs"]) for fn in functions), pivot_clear=repr(PIVOT_CLEAR),
         max_parts=max([1] + [len(fn["entry_parts"]) for fn in direct + declared] + [len(k["parts"]) for k in kinds]),
         version=__version__, module=module, header=header, functions=direct, declared=declared, nq=nq, nv=nv,
         nominal=[repr(float(x)) for x in nominal], param_bodies=[list(b) for b in bodies],

@@ -10,6 +10,7 @@ file's own loops), and a Loop named by its text (rbdgen.algorithms.loops).
 
 import dataclasses
 import math
+import re
 
 from ..errors import ModelError, did_you_mean
 from ..spatial import Transform
@@ -28,10 +29,7 @@ def with_loops(model, specs):
             name = f"loop{len(loops)}_{side}"
             if name in names:
                 raise ModelError(f"--loop {text!r}: the model already has a frame {name!r}; rename it")
-            placement = Transform(frame.placement.E, tuple(r + sum(e * p for e, p in zip(column, point))
-                                                          for r, column in zip(frame.placement.r,
-                                                                               zip(*frame.placement.E))))
-            frames.append(Frame(name, frame.body, placement))
+            frames.append(Frame(name, frame.body, Transform(r=point).compose(frame.placement)))   # at the point
             names.add(name)
             pair.append(name)
         if ends[0][0].body == ends[1][0].body:
@@ -63,13 +61,21 @@ def _parse(model, text):
             known = [f.name for f in model.frames]
             raise ModelError(f"--loop {text!r}: unknown frame {name!r}; "
                              f"{did_you_mean(name, known, 'rbdgen info lists the frames')}") from None
-        point = (0.0, 0.0, 0.0)
-        if point_text:
-            try:
-                point = tuple(float(x) for x in point_text.split(","))
-            except ValueError:
-                point = ()
-            if len(point) != 3 or not all(math.isfinite(x) for x in point):
-                raise ModelError(f"--loop {text!r}: the point {point_text!r} must be three finite numbers x,y,z")
+        point = parse_point(point_text) if point_text else (0.0, 0.0, 0.0)
+        if point is None:
+            raise ModelError(f"--loop {text!r}: the point {point_text!r} must be three finite numbers x,y,z")
         ends.append((frame, point))
     return ends, kind
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+
+
+def parse_point(text):
+    """'x,y,z' (as --loop and --contact write a point or a normal) -> three finite floats, or
+    None: plain decimal numbers only (no '1_0', 'nan' or 'inf')."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(_NUMBER.match(p.strip()) for p in parts):
+        return None
+    values = tuple(float(p) for p in parts)
+    return values if all(math.isfinite(x) for x in values) else None

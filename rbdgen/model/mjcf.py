@@ -187,34 +187,31 @@ def model_from_mujoco(m, default_name="robot"):
             builder.add_fixed_body(parent, body, Transform(IDENTITY, tuple(-x for x in anchor)), inertia)
         frame_of[b] = body
     loops = _connections(m, builder, frame_of, name_of)
-    model = builder.finish(loops=loops)
+    model = builder.finish()
     model = with_joint_dynamics(model, armature=_per_joint(m, model, "dof_armature", joint_names),
                                 damping=_per_joint(m, model, "dof_damping", joint_names))
-    _note_left_out(m, model.name, m.neq - len(loops))
+    _note_left_out(m, model.name, m.neq - loops)
     return model
 
 
 def _connections(m, builder, frame_of, name_of):
-    """The loops of the model's active <equality connect> between two bodies (Model.loops, 3d):
-    frames <name>_a and <name>_b at the anchor on body1 and at the point of body2 that MuJoCo's
-    compiler found under it at qpos0 (eq_data's first and second three numbers)."""
+    """The loops of the model's active <equality connect> between two bodies (Model.loops, 3d),
+    added to `builder`: frames <name>_a and <name>_b at the anchor on body1 and at the point of
+    body2 that MuJoCo's compiler found under it at qpos0 (eq_data's first and second three
+    numbers). Returns how many."""
     import mujoco
-    from .model import Loop
-    loops = []
+    count = 0
     for k in range(m.neq):
         if int(m.eq_type[k]) != mujoco.mjtEq.mjEQ_CONNECT or int(m.eq_objtype[k]) != mujoco.mjtObj.mjOBJ_BODY \
                 or not m.eq_active0[k]:
             continue
         label = name_of(mujoco.mjtObj.mjOBJ_EQUALITY, k, f"connect{k}")
-        ends = []
-        for side, body, anchor in (("a", m.eq_obj1id[k], m.eq_data[k][:3]), ("b", m.eq_obj2id[k], m.eq_data[k][3:6])):
-            frame = f"{label}_{side}"
-            if frame in builder.frame_names():
-                raise ModelError(f"<connect name={label!r}>: its frame {frame!r} would take the name of another; rename one")
-            builder.add_frame(frame, frame_of[int(body)], Transform(IDENTITY, tuple(float(x) for x in anchor)))
-            ends.append(frame)
-        loops.append(Loop(label, ends[0], ends[1], "3d"))
-    return tuple(loops)
+        ends = [(f"{label}_{side}", frame_of[int(body)], Transform(IDENTITY, tuple(float(x) for x in anchor)))
+                for side, body, anchor in (("a", m.eq_obj1id[k], m.eq_data[k][:3]),
+                                           ("b", m.eq_obj2id[k], m.eq_data[k][3:6]))]
+        builder.add_loop(label, ends, "3d", f"<connect name={label!r}>")
+        count += 1
+    return count
 
 
 def _rotation(wxyz):

@@ -173,6 +173,7 @@ class ModelBuilder:
         self.gravity = tuple(float(g) for g in gravity)
         self._joints, self._parent, self._X_T, self._inertia, self._bodies = [], [], [], [], []
         self._frames = {}
+        self._loops = []
         self._joint_names = set()   # a name check per joint stays O(1): URDF chains can be long
         self._nq = self._nv = 0
 
@@ -234,9 +235,21 @@ class ModelBuilder:
         """A named frame (no inertia) on a body or frame."""
         return self.add_fixed_body(parent, name, placement)
 
+    def add_loop(self, name, ends, kind, where):
+        """A loop closure `name` (Loop.kind "3d" or "6d") between two frames it adds: `ends`, two
+        (frame name, parent, placement) as add_frame takes them. `where`: how an error names
+        the loop's source ("<connect name='c'>")."""
+        for frame, _, _ in ends:
+            if frame in self._frames:
+                raise ModelError(f"{where}: its frame {frame!r} would take the name of another; rename one")
+        for frame, parent, placement in ends:
+            self.add_frame(frame, parent, placement)
+        self._loops.append(Loop(name, ends[0][0], ends[1][0], kind))
+
     def finish(self, loops=()):
-        """The Model; `loops`: its Loop rows, between frames added before."""
+        """The Model; `loops`: Loop rows between frames added before, after those of add_loop."""
         _check_finite(self)
+        loops = tuple(self._loops) + tuple(loops)
         for loop in loops:
             for name in (loop.a, loop.b):
                 if name not in self._frames:

@@ -24,9 +24,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..errors import ModelError
-from ..spatial import Inertia, Transform
+from ..spatial import Inertia, Transform, quaternion_to_rotation
 from .joints import FreeFlyer, Prismatic, Revolute, Spherical
-from .model import Loop, ModelBuilder, with_joint_dynamics
+from .model import ModelBuilder, with_joint_dynamics
 from .urdf import _inertia_problem, _show, rpy_to_rotation
 
 # Joint types read, and those refused with the reason.
@@ -155,10 +155,7 @@ class _Reader:
             norm = math.sqrt(x * x + y * y + z * z + w * w)
             if norm < 1e-12:
                 raise SDFError(f"{where}: the quaternion is zero; give a unit quaternion qx qy qz qw")
-            x, y, z, w = x / norm, y / norm, z / norm, w / norm
-            matrix[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                              [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                              [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+            matrix[:3, :3] = quaternion_to_rotation(x / norm, y / norm, z / norm, w / norm)
         else:
             angles = [math.radians(a) for a in values[3:]] if pose.get("degrees") == "true" else values[3:]
             matrix[:3, :3] = rpy_to_rotation(*angles)
@@ -271,20 +268,12 @@ class _Reader:
             for name, element in self.frames.items():
                 body = bodies[self.link_of(name)]
                 builder.add_frame(name, body, _transform(np.linalg.solve(body_pose[body], self.world(name))))
-            closures = []
             for name, parent, child, kind in loops:
                 at = self.world(name)
-                ends = []
-                for side, link in (("parent", parent), ("child", child)):
-                    frame = f"{name}_{side}"
-                    if frame in builder.frame_names():
-                        raise SDFError(f"joint {_show(name)} closes a loop, and its frame {_show(frame)} would take "
-                                       "the name of another; rename one")
-                    body = bodies[link]
-                    builder.add_frame(frame, body, _transform(np.linalg.solve(body_pose[body], at)))
-                    ends.append(frame)
-                closures.append(Loop(name, ends[0], ends[1], kind))
-            model = builder.finish(loops=tuple(closures))
+                ends = [(f"{name}_{side}", bodies[link], _transform(np.linalg.solve(body_pose[bodies[link]], at)))
+                        for side, link in (("parent", parent), ("child", child))]
+                builder.add_loop(name, ends, kind, f"joint {_show(name)} closes a loop")
+            model = builder.finish()
             damping = {name: d for name, (joint, kind, _, _) in tree.items() if (d := self._damping(joint)) != 0}
             return with_joint_dynamics(model, damping=damping) if damping else model
         except ModelError as exc:

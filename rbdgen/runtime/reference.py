@@ -23,7 +23,7 @@ from ..algorithms import derivatives as _derivatives
 from ..algorithms import frames as _frames
 from ..algorithms import regressor as _regressor
 from ..table import functions as _table
-from ..table.description import ADDED, FORCES, STATE, public_keywords
+from ..table.description import STATE, apply_overloads, public_doc, public_keywords
 from ..table.frames import POINTS
 from ..table.inputs import INPUTS as _INPUTS
 from ..errors import ModelError
@@ -122,21 +122,11 @@ def _from_table(spec):
 
     def call(model, *values):
         given = dict(zip(names[1:], values))
-        chosen = spec
-        for overload in spec.overloads:
-            value = given.pop(overload.keyword)
-            if (value is None) if overload.kind == FORCES else not value:
-                continue
-            other = _table.BY_NAME[overload.function]
-            if overload.kind == ADDED:
-                given[overload.input] = np.add(given[overload.input], _values(
-                    model, other, tuple(given[n] for n in other.inputs) + (given["params"],)))
-            else:   # FORCES
-                given[overload.input] = _forces(model, value)
-                chosen = other
-        return _values(model, chosen, tuple(given[n] for n in chosen.inputs) + (given["params"],))
-    doc = "\n\n".join([spec.doc] + [f"{o.keyword}: {o.meaning}." for o in spec.overloads])
-    return _contact.public_function(spec.name, parameters, call, doc, __name__)
+        of = lambda name: _values(model, _table.BY_NAME[name], tuple(given[n] for n in _table.BY_NAME[name].inputs)
+                                  + (given["params"],))
+        name = apply_overloads(spec.overloads, given, added=of, forces=lambda overload, value: _forces(model, value))
+        return of(spec.name if name is None else name)
+    return _contact.public_function(spec.name, parameters, call, public_doc(spec.doc, spec.overloads), __name__)
 
 
 def _shared_vector(value, n, what):

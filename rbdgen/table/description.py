@@ -105,6 +105,12 @@ class JacobianSource:
     transform: str = COPY
 
 
+def block(function, part=None, row=0, transform=COPY):
+    """A Jacobian block's source as the function table writes it, under its output and input
+    (JacobianSource's other fields)."""
+    return dict(function=function, part=part, row=row, transform=transform)
+
+
 @dataclass(frozen=True)
 class Overload:
     """A public keyword that calls another generated function (see FORCES, ADDED)."""
@@ -117,6 +123,34 @@ class Overload:
     @property
     def default(self):
         return None if self.kind == FORCES else False
+
+    def given(self, value):
+        """Whether a call's value of the keyword asks for it (f_ext: not None; passive: true)."""
+        return value is not None if self.kind == FORCES else bool(value)
+
+
+def public_doc(doc, overloads):
+    """A function's documentation, with its overloads' keywords."""
+    return "\n\n".join([doc] + [f"{o.keyword}: {o.meaning}." for o in overloads])
+
+
+def apply_overloads(overloads, given, added, forces):
+    """Apply the overloads a call asks for, in every front end the same way: their keywords
+    are popped from `given` (the call's values by name); ADDED adds added(function), the
+    other function's value at `given`, to its input; FORCES puts forces(overload, value) in
+    as the other function's input. Returns the function to call: the last FORCES overload's,
+    else None (the function's own)."""
+    chosen = None
+    for overload in overloads:
+        value = given.pop(overload.keyword)
+        if not overload.given(value):
+            continue
+        if overload.kind == ADDED:   # (+: NumPy arrays, lists, JAX and device arrays alike)
+            given[overload.input] = given[overload.input] + added(overload.function)
+        else:
+            given[overload.input] = forces(overload, value)
+            chosen = overload.function
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -145,10 +179,14 @@ class Description:
     jacobians: tuple = ()
     overloads: tuple = ()
 
+    def __post_init__(self):
+        # the pivots are the last part: the entry points return the others (entry_points.c)
+        if any(part.role == PIVOTS for part in self.parts[:-1]):
+            raise ValueError(f"{self.name}: the pivots must be its last part")
+
     @property
     def public_doc(self):
-        """Its documentation, with the overloads' keywords."""
-        return "\n\n".join([self.doc] + [f"{o.keyword}: {o.meaning}." for o in self.overloads])
+        return public_doc(self.doc, self.overloads)
 
     @property
     def per_body(self):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..algorithms import derivatives, mimic
 from ..algorithms.frames import REFERENCE_FRAMES
+from .description import ROTATION, block
 from .spec import FunctionSpec, copied
 
 
@@ -55,8 +56,8 @@ def frame_functions():
     specs = [_of_frame("frame_placement", ("q",), lambda m: (12,), _frame_run(mimic.frame_placement),
                        "A frame's rotation (row-major, frame -> world) and origin.",
                        parts=lambda m: (("R", (3, 3)), ("p", (3,))),
-                       jacobians=({"R": {"q": ("frame_jacobian_local_world_aligned", None, 3, "rotation")},
-                                   "p": {"q": ("frame_jacobian_local_world_aligned", None, 0, "copy")}},))]
+                       jacobians=({"R": {"q": block("frame_jacobian_local_world_aligned", None, 3, ROTATION)},
+                                   "p": {"q": block("frame_jacobian_local_world_aligned")}},))]
     for reference in REFERENCE_FRAMES:
         specs += [
             _of_frame("frame_jacobian", ("q",), lambda m: (6, m.nv), _frame_run(mimic.frame_jacobian_of_body, reference=reference),

@@ -16,7 +16,7 @@ from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
-from .description import ADDED, FORCES, PIVOTS, Overload
+from .description import ADDED, FORCES, PIVOTS, Overload, block
 from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
 
@@ -78,14 +78,18 @@ def _placements(model, ops, q):
 # The derivative with respect to the model parameters of inverse and forward dynamics, as a
 # Jacobian choice's block for the input `params` (taken by a module with parameters only:
 # the bindings count a block only for an input the function takes)
-_BY_PARAMS = {"rnea": {"params": ("rnea_parameter_derivatives", None, 0, "copy")},
-              "aba": {"params": ("aba_parameter_derivatives", None, 0, "copy")}}
+_BY_PARAMS = {"rnea": {"params": block("rnea_parameter_derivatives")},
+              "aba": {"params": block("aba_parameter_derivatives")}}
 
 
 def _with_params(choice, dynamics):
     """A Jacobian choice with the block of `params` from `dynamics`' parameter derivatives."""
     return {output: {**blocks, **_BY_PARAMS[dynamics]} for output, blocks in choice.items()}
 
+
+# the last part of a contact or loop solve: the pivots of G M^-1 G^T (+ damping), by which callers
+# judge redundancy
+_PIVOTS = (("pivots", PIVOTS),)
 
 # rnea's and aba's keywords: f_ext (calls the _fext function), passive (adds passive_torque(v) to tau)
 _F_EXT = lambda function: Overload("f_ext", FORCES, function, "fext",
@@ -96,8 +100,8 @@ _PASSIVE = Overload("passive", ADDED, "passive_torque", "tau", "True: add the jo
 FUNCTIONS = [
     FunctionSpec("rnea", ("q", "v", "a"), lambda m: (m.nv,), mimic.rnea,
                  "Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (RNEA: RBDL paper Alg. 1, seed 000).", cost=3,
-                 jacobians=({None: {"q": ("rnea_derivatives", "dtau_dq", 0, "copy"),
-                                    "v": ("rnea_derivatives", "dtau_dv", 0, "copy"), "a": ("crba", None, 0, "copy"),
+                 jacobians=({None: {"q": block("rnea_derivatives", "dtau_dq"),
+                                    "v": block("rnea_derivatives", "dtau_dv"), "a": block("crba"),
                                     **_BY_PARAMS["rnea"]}},),
                  overloads=(_F_EXT("rnea_fext"),),
                  pinocchio=Counterpart("rnea", ("q", "v", "a"), "rnea")),
@@ -266,55 +270,50 @@ FUNCTIONS.append(FunctionSpec(
     "The equation of motion's terms (M, nle) in one program: the kinematics is computed once.", cost=3,
     parts=lambda m: (("M", (m.nv, m.nv)), ("nle", (m.nv,)))))
 
-# The loop closures of a closed chain (Model.loops: SDFormat's loop joints): built by default
+# The loop closures of a closed chain (Model.loops: SDFormat loop joints, MJCF connects, --loop): built by default
 # for a model with loops, and only for one.
-_LOOP_ROWS = lambda m: loops.rows(m)
 FUNCTIONS += [
-    FunctionSpec("loop_residual", ("q",), lambda m: (_LOOP_ROWS(m),), loops.loop_residual,
+    FunctionSpec("loop_residual", ("q",), lambda m: (loops.rows(m),), loops.loop_residual,
                  "The loops' residual, world axes: for each, p_a - p_b (and for 6d the rotation error "
                  "vee(R_a R_b^T - R_b R_a^T) / 2): zero where the loops are closed.", needs_loops=True),
-    FunctionSpec("loop_jacobian", ("q",), lambda m: (_LOOP_ROWS(m), m.nv), loops.loop_jacobian,
+    FunctionSpec("loop_jacobian", ("q",), lambda m: (loops.rows(m), m.nv), loops.loop_jacobian,
                  "The loops' Jacobian G: frame a's rows of the local_world_aligned frame Jacobian minus frame "
                  "b's (the residual's rate is G v).", needs_loops=True),
-    FunctionSpec("loop_gamma", ("q", "v"), lambda m: (_LOOP_ROWS(m),), loops.loop_gamma,
+    FunctionSpec("loop_gamma", ("q", "v"), lambda m: (loops.rows(m),), loops.loop_gamma,
                  "gamma = -G-dot v of the loops: G q-ddot = gamma keeps closed loops closed.", needs_loops=True),
     FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
-                 lambda m: (m.nv + 2 * _LOOP_ROWS(m),),
+                 lambda m: (m.nv + 2 * loops.rows(m),),
                  lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics(m, ops, q, v, tau, kp=kp, kd=kd,
                                                                                  damping=d),
                  "Forward dynamics of the closed chain: q-ddot, the loops' multipliers lambda (M q-ddot = tau - nle "
                  "+ G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = gamma - kd G v - kp "
                  "residual (Baumgarte); damping > 0 regularizes redundant loops.",
-                 parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (_LOOP_ROWS(m),)), ("pivots", (_LOOP_ROWS(m),))),
-                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=4,
-                 jacobians=({"qdd": {x: ("constrained_dynamics_derivatives", f"ddq_d{x}", 0, "copy")
+                 parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (loops.rows(m),)), ("pivots", (loops.rows(m),))),
+                 part_roles=_PIVOTS, solves=True, needs_loops=True, cost=4,
+                 jacobians=({"qdd": {x: block("constrained_dynamics_derivatives", f"ddq_d{x}")
                                      for x in loops.DIFFERENTIATED},
-                             "multipliers": {x: ("constrained_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
+                             "multipliers": {x: block("constrained_dynamics_derivatives", f"dlambda_d{x}")
                                              for x in loops.DIFFERENTIATED}},)),
     FunctionSpec("constrained_dynamics_derivatives", ("q", "v", "tau", "kp", "kd", "damping"),
-                 lambda m: ((m.nv + _LOOP_ROWS(m)) * (3 * m.nv + 2),),
+                 lambda m: ((m.nv + loops.rows(m)) * (3 * m.nv + 2),),
                  lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics_derivatives(
                      m, ops, q, v, tau, kp=kp, kd=kd, damping=d),
                  "d/dq, d/dv, d/dtau, d/dkp and d/dkd of constrained_dynamics' q-ddot, then of its multipliers "
                  "(q in the tangent space; forward mode).",
                  parts=lambda m: tuple((f"ddq_d{x}", (m.nv, m.nv if x in ("q", "v", "tau") else 1))
                                        for x in loops.DIFFERENTIATED)
-                 + tuple((f"dlambda_d{x}", (_LOOP_ROWS(m), m.nv if x in ("q", "v", "tau") else 1))
+                 + tuple((f"dlambda_d{x}", (loops.rows(m), m.nv if x in ("q", "v", "tau") else 1))
                          for x in loops.DIFFERENTIATED),
                  solves=True, needs_loops=True, default=False, costly=True, cost=8),
-    FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * _LOOP_ROWS(m),),
+    FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * loops.rows(m),),
                  lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d),
                  "The velocity nearest v in M's metric that the loops allow (G v+ = 0), the impulses "
                  "(M (v+ - v) = G^T impulses) and the pivots of G M^-1 G^T + damping: for initial states.",
-                 parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (_LOOP_ROWS(m),)), ("pivots", (_LOOP_ROWS(m),))),
-                 part_roles=(("pivots", PIVOTS),), solves=True, needs_loops=True, cost=3),
+                 parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (loops.rows(m),)), ("pivots", (loops.rows(m),))),
+                 part_roles=_PIVOTS, solves=True, needs_loops=True, cost=3),
 ]
 
 BY_NAME = {f.name: f for f in FUNCTIONS}
-
-
-# the last part of a contact solve: the pivots of G M^-1 G^T (+ damping), by which callers judge redundancy
-_PIVOTS = (("pivots", PIVOTS),)
 
 
 def contact_functions(contacts):
@@ -336,8 +335,8 @@ def contact_functions(contacts):
                      "Forward dynamics with the declared contacts held (RBDL paper eq. 7, seed 000): q-ddot, "
                      "multipliers, and the pivots of G M^-1 G^T + damping (not positive: redundant contacts).",
                      parts=outcome("qdd"), part_roles=_PIVOTS, declared=True, kind="contact", solves=True,
-                     jacobians=({"qdd": {x: ("contact_dynamics_derivatives", f"ddq_d{x}", 0, "copy") for x in ("q", "v", "tau")},
-                                 "multipliers": {x: ("contact_dynamics_derivatives", f"dlambda_d{x}", 0, "copy")
+                     jacobians=({"qdd": {x: block("contact_dynamics_derivatives", f"ddq_d{x}") for x in ("q", "v", "tau")},
+                                 "multipliers": {x: block("contact_dynamics_derivatives", f"dlambda_d{x}")
                                                  for x in ("q", "v", "tau")}},)),
         FunctionSpec("contact_dynamics_derivatives", ("q", "v", "tau", "damping"), lambda model: (3 * (model.nv + m) * model.nv,),
                      lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping=d),
@@ -408,7 +407,7 @@ def select(names=None, model=None, contacts=()):
     unknown = [n for n in names if n not in known]
     if unknown:
         needs = " (it needs contacts declared with --contact FRAME:6d)" if unknown[0] in CONTACT_NAMES else \
-            " (it needs a closed chain: an SDFormat loop joint)" if unknown[0] in LOOP_NAMES else ""
+            " (it needs a closed chain: an SDFormat loop joint, an MJCF connect or --loop)" if unknown[0] in LOOP_NAMES else ""
         raise CodegenError(f"unknown algorithm {unknown[0]!r}{needs}; choose from {', '.join(known)}")
     unparametric = [f.name for f in table if f.name in names and f.parametric] if model is not None and not parameters else []
     if unparametric:

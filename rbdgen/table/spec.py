@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..model.parameters import parameters_of
-from .description import Description, JacobianSource, Part, Port
+from .description import Description, JacobianSource, Part, Port, block
 from .inputs import INPUTS
 
 
@@ -79,8 +79,8 @@ class FunctionSpec:
                              # Panda), to schedule the big ones first; None: a small one
     jacobians: tuple = ()    # where its Jacobians come from: choices in order (the first whose
                              # functions are all built wins); a choice maps each output (None: the
-                             # only one) and input to (derivative function, its part, first row of
-                             # the part, "copy" or "rotation"); an input the source does not take is 0
+                             # only one) and input to its source (description.block: derivative
+                             # function, part, first row, transform); an input the source does not take is 0
     pinocchio: Counterpart = None
     kinematic_numbers: bool = False   # found on the model's kinematics and gravity as numbers (the base
                                       # parameters): not built with gravity or origin parameters
@@ -115,7 +115,7 @@ class FunctionSpec:
             offset = part.stop
         inputs = tuple(Port(name, int(size), INPUTS[name].batching, INPUTS[name].role, INPUTS[name].default,
                             INPUTS[name].meaning) for name, size in self.input_sizes(model))
-        jacobians = tuple(tuple(JacobianSource(output, x, *source) for output, blocks in choice.items()
+        jacobians = tuple(tuple(JacobianSource(output=output, input=x, **source) for output, blocks in choice.items()
                                 for x, source in blocks.items()) for choice in self.jacobians)
         return Description(
             name=self.name, cname=f"rbdgen_{module}_{self.name}", doc=self.doc, inputs=inputs,
@@ -137,4 +137,4 @@ class FunctionSpec:
 
 def copied(source, **parts):
     """A Jacobian choice: each input's block is the part of `source` named."""
-    return {None: {x: (source, part, 0, "copy") for x, part in parts.items()}}
+    return {None: {x: block(source, part) for x, part in parts.items()}}
