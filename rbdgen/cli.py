@@ -366,19 +366,19 @@ def main(argv=None):
     p.add_argument("-o", "--output", default="generated", help="output folder (default: generated)")
     function_options(p)
     p.add_argument("--no-native", action="store_true", help="do not compile with -march=native")
-    p.add_argument("--cuda", action="store_true", help="CUDA kernels too, for GPU arrays (docs/gpu.md)")
-    p.add_argument("--cuda-arch", metavar="sm_XY[,...]", help="compile them for these GPUs (implies --cuda)")
     p.set_defaults(func=cmd_build)
+    build = p
 
     p = sub.add_parser("export", help="write the C library of a URDF's robot: sources, header, CMake package")
     p.add_argument("urdf")
     p.add_argument("-o", "--output", required=True, help="the library's folder (new, empty or an earlier export)")
     function_options(p)
-    p.add_argument("--native", action="store_true",
-                   help="turn the CMake option RBDGEN_NATIVE (-march=native) on by default (default: portable)")
-    p.add_argument("--module-dir", help="build or reuse the module here, as rbdgen build -o does "
-                                        "(default: a temporary folder)")
+    p.add_argument("--native", action="store_true", help="CMake's RBDGEN_NATIVE (-march=native) on (default: portable)")
+    p.add_argument("--module-dir", help="build or reuse the module here, as build -o does (default: a temporary one)")
     p.set_defaults(func=cmd_export)
+    for p in (build, p):   # the CUDA target: export adds the kernels' CMake target, for these GPUs
+        p.add_argument("--cuda", action="store_true", help="CUDA kernels too, for GPU arrays (docs/gpu.md)")
+        p.add_argument("--cuda-arch", metavar="sm_XY[,...]", help="compile them for these GPUs (implies --cuda)")
 
     p = sub.add_parser("info", help="print the kinematic tree, joints and their q/v indices")
     p.add_argument("urdf")

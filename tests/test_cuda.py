@@ -173,6 +173,35 @@ def test_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch, robot):
         module.rnea(q, q[:, :model.nv].astype(np.float32).view(HostDevice), q[:, :model.nv].copy())
 
 
+def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
+    """Domain randomization's call: model parameters (a payload) nominal, one set for the batch
+    and one set per state, through the device path (host-run, as above): equal to the C."""
+    import sys
+    import rbdgen
+    from helpers import robot_path
+    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["rnea", "aba", "frame_placement"],
+                          parameters=["payload:wrist_3_link"], cuda=True)
+    library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
+    device = sys.modules[module.__name__ + "._device"]
+    monkeypatch.setattr(device, "kind_of", lambda x: _HostKind(x) if isinstance(x, HostDevice) else None)
+    monkeypatch.setattr(module._FUNCTIONS, "_kernels", _HostKernels(library))
+    rng = np.random.default_rng(SEED)
+    q, v, a = rng.normal(size=(3, STATES, 6))
+    nominal = np.asarray(module._PARAMETERS.nominal)
+    per_state = nominal * (1 + 0.1 * rng.random((STATES, nominal.size)))
+    on = lambda x: x.view(HostDevice)
+    for params in (None, nominal * 1.2, per_state):
+        for name in ("rnea", "aba"):
+            expected = getattr(module, name)(q, v, a, params=params)
+            given = params if params is None or params.ndim == 1 else on(params)
+            actual = getattr(module, name)(on(q), on(v), on(a), params=given)
+            assert isinstance(actual, HostDevice) and np.array_equal(np.asarray(actual), expected), name
+        frame = module.frames[-1]
+        expected = module.frame_placement(q, frame, params=params)
+        actual = module.frame_placement(on(q), frame, params=params if params is None or params.ndim == 1 else on(params))
+        assert all(np.array_equal(np.asarray(x), y) for x, y in zip(actual, expected))
+
+
 class _FakeDeviceArray:
     """An array that says it lives on a GPU (__cuda_array_interface__), of no known kind."""
     __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "data": (0, False), "version": 3}

@@ -318,3 +318,47 @@ def test_casadi_loads_the_installed_library(exported):
         got = np.array(f(*(x[n][0] for n in spec.arguments(model))))   # params last
         want = double_values(model, spec, {n: x[n] for n in spec.arguments(model)})[0]
         assert np.abs(got.reshape(want.shape) - want).max() <= 1e-12 * max(1.0, np.abs(want).max()), name
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("nvcc") is None,
+                                reason="the CUDA target needs cmake and nvcc (CUDA's toolkit)")
+
+CUDA_DRIVER = """#include <cstdio>
+#include "rbdgen_ur5.cuh"
+
+int main()
+{
+    const long n = 1000;
+    double *q, *v, *a, *tau;
+    if (cudaMalloc(&q, 4 * n * 6 * sizeof(double)) != cudaSuccess) {
+        std::printf("no GPU\\n");
+        return 0;
+    }
+    v = q + n * 6; a = v + n * 6; tau = a + n * 6;
+    rbdgen_ur5_rnea_kernel<<<(n + 127) / 128, 128>>>(n, q, v, a, tau);
+    return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+"""
+
+
+@needs_nvcc
+def test_cuda_kernels_through_find_package(tmp_path):
+    """rbdgen export --cuda-arch: nvcc builds the kernels' library from the module's .cu files,
+    and a CUDA C++ program that launches one, through find_package(rbdgen_ur5) and
+    rbdgen_ur5.cuh, compiles and links (it needs no GPU to be built)."""
+    folder = rbdgen.export(robot_path("ur5"), str(tmp_path / "lib"), algorithms=["rnea", "aba", "frame_placement"],
+                           cuda_arch=["sm_80"])
+    assert os.path.isfile(os.path.join(folder, "include", "rbdgen_ur5.cuh"))
+    cmake_build(folder, tmp_path / "build", install=tmp_path / "prefix", cc="gcc")
+    src = tmp_path / "consumer_cuda"
+    src.mkdir()
+    (src / "driver.cu").write_text(CUDA_DRIVER)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\n"
+        "project(consumer LANGUAGES CXX CUDA)\n"
+        "set(CMAKE_CUDA_ARCHITECTURES 80)\n"
+        "find_package(rbdgen_ur5 REQUIRED)\n"
+        "add_executable(driver driver.cu)\n"
+        "target_link_libraries(driver PRIVATE rbdgen::ur5_cuda)\n")
+    cmake_build(src, tmp_path / "consumer_cuda_build", extra=[f"-DCMAKE_PREFIX_PATH={tmp_path / 'prefix'}"])
+    assert os.path.isfile(tmp_path / "consumer_cuda_build" / "driver")

@@ -5,7 +5,9 @@ reference, cache) produces the folder, and the export takes from it every source
 Python binding (rbdgen_<module>_calls.c), lays them out as include/ and src/, and adds a
 CMakeLists.txt that builds a static and a shared library and installs a CMake package
 (`find_package(rbdgen_<module>)` gives `rbdgen::<module>`), a pkg-config file, model.json
-and a README. Nothing in it needs rbdgen, Python or a GNU compiler.
+and a README. Nothing in it needs rbdgen, Python or a GNU compiler. A module built with the
+CUDA dialect (--cuda) adds its .cu files, their declarations (rbdgen_<module>.cuh) and a
+static library of the kernels, rbdgen::<module>_cuda, built by nvcc (CMake's CUDA language).
 """
 
 import json
@@ -15,8 +17,9 @@ import shutil
 import tempfile
 
 from ..version import __version__
+from ..table import description
 from ..errors import BuildError
-from .build import build_model, load_source
+from .build import build_model, check_architectures, load_source
 from .options import BuildOptions
 from .compiler import GCC_FLAGS
 from .cprinter import c_comment_text
@@ -26,6 +29,9 @@ from .render import template
 # folder of something else is never overwritten.
 MARKER = ".rbdgen-export"
 PYTHON_ONLY = ("_calls.c",)   # the binding's C, which includes Python.h
+# The CUDA target's default architectures (CMAKE_CUDA_ARCHITECTURES) when the build named none:
+# the GPUs of the issue, A100 and H100/H200
+DEFAULT_CUDA_ARCHITECTURES = ("sm_80", "sm_90")
 
 
 def export(urdf_path, out_dir, options=None, *, native=False, module_dir=None, progress=None, **changes):
@@ -50,24 +56,29 @@ def export_model(model, out_dir, options=None, *, native=False, module_dir=None,
     progress = progress or (lambda message: None)
     _check_destination(out_dir)
     options = BuildOptions.of(options, **changes, native=True)
+    # the CUDA sources for nvcc, for the architectures asked (CMake's default; NVRTC compiles nothing)
+    architectures = check_architectures(options.cuda_arch)
+    options = BuildOptions.of(options, cuda=options.cuda or bool(architectures), cuda_arch=None)
     with tempfile.TemporaryDirectory(prefix="rbdgen-export-") as scratch:
         module = build_model(model, module_dir or scratch, options, progress, source)
         folder = os.path.dirname(os.path.abspath(module.__file__))
-        write_library(folder, out_dir, model, native)
+        write_library(folder, out_dir, model, native, architectures)
     progress(f"exported the C library of {model.name!r} to {out_dir}")
     return os.path.abspath(out_dir)
 
 
-def write_library(module_folder, out_dir, model, native=False):
+def write_library(module_folder, out_dir, model, native=False, cuda_architectures=None):
     """Lay out a built module's C sources as a CMake project in `out_dir` (replacing an
-    earlier export there); written in a sibling folder first, then renamed into place."""
+    earlier export there); written in a sibling folder first, then renamed into place.
+    cuda_architectures: CMake's default for the CUDA kernels ("sm_XY" names; None: sm_80, sm_90)."""
     with open(os.path.join(module_folder, "model.json"), encoding="utf-8") as f:
         meta = json.load(f)
     module = meta["module"]
     prefix = f"rbdgen_{module}"
     header = f"{prefix}.h"
     sources = sorted(n for n in os.listdir(module_folder)
-                     if n.startswith(prefix + "_") and n.endswith((".c", ".h")) and not n.endswith(PYTHON_ONLY))
+                     if n.startswith(prefix + "_") and n.endswith((".c", ".h", ".cu")) and not n.endswith(PYTHON_ONLY))
+    cuda = [n for n in sources if n.endswith(".cu")]   # a module built with the CUDA dialect
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".rbdgen-export-", dir=parent)
@@ -80,10 +91,17 @@ def write_library(module_folder, out_dir, model, native=False):
         library_meta = {k: v for k, v in meta.items() if k not in ("extension",)}
         with open(os.path.join(staging, "model.json"), "w", encoding="utf-8") as f:
             json.dump(library_meta, f, indent=1)
+        if cuda:   # the kernels' declarations for CUDA C++ users
+            with open(os.path.join(staging, "include", f"{prefix}.cuh"), "w", encoding="utf-8") as f:
+                f.write(template("export/kernels.cuh.j2").render(
+                    version=__version__, module=module, robot=c_comment_text(model.name),
+                    functions=list(description.read(meta["functions"]).values())))
         data = dict(version=__version__, cmake_version=_cmake_version(__version__), module=module,
                     robot=c_comment_text(model.name), native=native, nq=model.nq, nv=model.nv,
                     gravity=[repr(float(g)) for g in model.gravity],
                     sources=[n for n in sources if n.endswith(".c")], functions=list(meta["functions"]),
+                    cuda_sources=cuda, cuda_architectures=";".join(
+                        a[3:] for a in cuda_architectures or DEFAULT_CUDA_ARCHITECTURES),
                     has_rnea="rnea" in meta["functions"], gcc_flags=" ".join(GCC_FLAGS),
                     quaternion_w=next((j.idx_q + 6 for j in model.joints if j.type == "free_flyer"), None))
         for template_name, target in (("CMakeLists.txt.j2", "CMakeLists.txt"),

@@ -179,14 +179,18 @@ class Build:
         self._write(work, cuda_header_name(module), render_cuda_header(module))
         for data in datas:
             self._write(work, data["cname"] + ".cu", render_cuda_function(module, data))
-        archs = self.asked["cuda_arch"] or cuda.present_architectures()
+        archs = self.asked["cuda_arch"] or (cuda.present_architectures() if cuda.nvrtc_available() else [])
         if not archs:
-            self.progress("CUDA sources written; no GPU here and no --cuda-arch: compiled at the first call on a GPU")
+            self.progress("CUDA sources written; compiled at the first call on a GPU (no GPU here with NVRTC, "
+                          "and no --cuda-arch)")
             return
         t0 = time.perf_counter()
         jobs = [(data["cname"], arch) for arch in archs for data in datas]
-        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:   # (NVRTC releases the GIL)
-            cubins = list(pool.map(lambda job: cuda.compile_module_function(work, module, *job), jobs))
+        try:
+            with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:   # (NVRTC releases the GIL)
+                cubins = list(pool.map(lambda job: cuda.compile_module_function(work, module, *job), jobs))
+        except cuda.CudaError as error:
+            raise BuildError(str(error)) from None
         for (cname, arch), cubin in zip(jobs, cubins):
             os.makedirs(os.path.join(work, "cuda", arch), exist_ok=True)
             with open(os.path.join(work, "cuda", arch, cname + ".cubin"), "wb") as f:
