@@ -120,6 +120,7 @@ class _HostKind:
     from_host = staticmethod(lambda value: np.asarray(value, dtype=float).view(HostDevice))
     same = staticmethod(lambda x: isinstance(x, HostDevice))
     where = staticmethod(lambda x: "the device" if isinstance(x, HostDevice) else "the host")
+    unclear = staticmethod(lambda p, clear: ~(p > clear * np.abs(p).max(axis=-1, keepdims=True)).all(axis=-1))
 
 
 class _HostKernels:
@@ -200,6 +201,28 @@ def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
         expected = module.frame_placement(q, frame, params=params)
         actual = module.frame_placement(on(q), frame, params=params if params is None or params.ndim == 1 else on(params))
         assert all(np.array_equal(np.asarray(x), y) for x, y in zip(actual, expected))
+
+
+def test_device_path_marks_redundant_loops(tmp_path, monkeypatch):
+    """A planar four-bar closed by a ball joint (redundant loops): on the host the module
+    refuses the numbers; on the device (host-run) the states' results are NaN, the pivots kept;
+    damped, they equal the C."""
+    import sys
+    import rbdgen
+    from test_sdf import four_bar
+    path = tmp_path / "four_bar.sdf"
+    path.write_text(four_bar())
+    module = rbdgen.build(str(path), out_dir=str(tmp_path), algorithms=["constrained_dynamics"], cuda=True)
+    library = host_library(module, str(tmp_path), ["constrained_dynamics"])
+    device = sys.modules[module.__name__ + "._device"]
+    monkeypatch.setattr(device, "kind_of", lambda x: _HostKind(x) if isinstance(x, HostDevice) else None)
+    monkeypatch.setattr(module._FUNCTIONS, "_kernels", _HostKernels(library))
+    q, v, tau = (np.tile(x, (3, 1)).view(HostDevice) for x in ([0.1, -0.2, 0.3], [0.5, 0.1, -0.3], [0.2, 0.0, -0.1]))
+    qdd, lam, pivots = module.constrained_dynamics(q, v, tau)
+    assert np.isnan(np.asarray(qdd)).all() and np.isnan(np.asarray(lam)).all() and np.isfinite(np.asarray(pivots)).all()
+    damped = module.constrained_dynamics(q, v, tau, damping=1e-8)
+    expected = module.constrained_dynamics(np.asarray(q), np.asarray(v), np.asarray(tau), damping=1e-8)
+    assert all(np.array_equal(np.asarray(x), y) for x, y in zip(damped, expected))
 
 
 class _FakeDeviceArray:

@@ -4,11 +4,15 @@ through the host (the same file in every module, as _device.py; the kernels: _cu
 
 Inputs are read as the C batch reads them: states (B, n) one after another, or one state (n,);
 a frame's placement and the settings may be numbers or host arrays (a few numbers, copied to
-the device); the model parameters one set (np,) or one per state (B, np), default nominal."""
+the device); the model parameters one set (np,) or one per state (B, np), default nominal. Results
+are not checked on the host (that would wait for the GPU): a state a solve fails on is NaN, and so
+is one whose contacts or loops are redundant (undamped)."""
 
 import numpy as _np
 
-from . import _cuda
+from . import _contact, _cuda
+
+_CLEAR = _contact.PIVOT_CLEAR
 
 
 class _Torch:
@@ -45,6 +49,9 @@ class _Torch:
 
     def where(self, x):
         return str(x.device) if isinstance(x, self.torch.Tensor) else "the host"
+
+    def unclear(self, pivots, clear):
+        return ~(pivots > clear * pivots.abs().amax(-1, keepdim=True)).all(-1)
 
 
 class _CuPy:
@@ -83,6 +90,9 @@ class _CuPy:
 
     def where(self, x):
         return f"cuda:{x.device.id}" if isinstance(x, self.cupy.ndarray) else "the host"
+
+    def unclear(self, pivots, clear):
+        return ~(pivots > clear * self.cupy.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
 
 
 def kind_of(x):
@@ -150,10 +160,25 @@ def call(function, body, args, out):
     if count:
         kernels.launch(kind.ordinal(), d.cname, kind.stream(), lead + pointers + [_cuda.ctypes.c_void_p(kind.pointer(out))],
                        count)
+        if d.pivots is not None:
+            _redundant_as_nan(kind, d, out.reshape(count, d.size), args[d.damping])
     if function.parts:
         lead_shape = tuple(out.shape[:1]) if batch else ()
         return tuple(out[..., start:stop].reshape(lead_shape + shape_) for start, stop, shape_ in function.parts)
     return out
+
+
+def _redundant_as_nan(kind, d, rows, damping):
+    """A contact or loop solve's states whose pivots are not clearly positive (redundant
+    constraints): NaN but the pivots, unless damped. The host raises there (_contact); on the
+    device that would wait for the GPU, so the rows say it."""
+    if damping is None or (not kind.same(damping) and float(_np.ravel(damping)[0]) > 0):
+        return
+    pivots = rows[:, d.pivots.offset:d.pivots.stop]
+    bad = kind.unclear(pivots, _CLEAR)
+    if kind.same(damping):   # (given on the device: one for the batch)
+        bad = bad & (damping.reshape(-1)[0] <= 0)
+    rows[bad, :d.pivots.offset] = float("nan")
 
 
 def _state(kind, port, x, count, name):

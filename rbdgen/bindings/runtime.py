@@ -170,6 +170,10 @@ for _name, _point in _META["points"].items():
                                                    module=__name__)
 
 
+def _on_host(x):
+    return _function._device.kind_of(x) is None
+
+
 def _declared(name):
     """The generated function of the contacts declared at build time."""
     function = globals().get("_declared_" + name)
@@ -194,7 +198,8 @@ def contact_dynamics(q, v, tau, contacts=None, damping=0.0, params=None, *, out=
     if contacts is None:
         qdd, multipliers, pivots = _declared("contact_dynamics")(q, v, tau, _np.array([damping]), **keywords, out=out,
                                                                  threads=threads)
-        _contact.refuse_redundant(pivots, damping, _DECLARED)
+        if _on_host(pivots):   # (on a device, redundant states are NaN: _device)
+            _contact.refuse_redundant(pivots, damping, _DECLARED)
         return qdd, multipliers
     return _CALL_TIME.contact_dynamics(q, v, tau, contacts, damping=damping, params=params, out=out, threads=threads)
 
@@ -209,7 +214,8 @@ def impulse_dynamics(q, v_minus, contacts=None, restitution=0.0, damping=0.0, pa
         v_plus, impulses, pivots = _declared("impulse_dynamics")(q, v_minus, _np.array([restitution]),
                                                                  _np.array([damping]), **keywords, out=out,
                                                                  threads=threads)
-        _contact.refuse_redundant(pivots, damping, _DECLARED)
+        if _on_host(pivots):
+            _contact.refuse_redundant(pivots, damping, _DECLARED)
         return v_plus, impulses
     return _CALL_TIME.impulse_dynamics(q, v_minus, contacts, restitution=restitution, damping=damping, params=params,
                                        out=out, threads=threads)
