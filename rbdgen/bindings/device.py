@@ -161,7 +161,7 @@ def call(function, body, args, out):
         kernels.launch(kind.ordinal(), d.cname, kind.stream(), lead + pointers + [_cuda.ctypes.c_void_p(kind.pointer(out))],
                        count)
         if d.pivots is not None:
-            _redundant_as_nan(kind, d, out.reshape(count, d.size), args[d.damping])
+            _redundant_as_nan(kind, d, out.reshape(count, d.size), None if d.damping is None else args[d.damping])
     if function.parts:
         lead_shape = tuple(out.shape[:1]) if batch else ()
         return tuple(out[..., start:stop].reshape(lead_shape + shape_) for start, stop, shape_ in function.parts)
@@ -172,11 +172,11 @@ def _redundant_as_nan(kind, d, rows, damping):
     """A contact or loop solve's states whose pivots are not clearly positive (redundant
     constraints): NaN but the pivots, unless damped. The host raises there (_contact); on the
     device that would wait for the GPU, so the rows say it."""
-    if damping is None or (not kind.same(damping) and float(_np.ravel(damping)[0]) > 0):
+    if damping is not None and not kind.same(damping) and float(_np.ravel(damping)[0]) > 0:
         return
     pivots = rows[:, d.pivots.offset:d.pivots.stop]
     bad = kind.unclear(pivots, _CLEAR)
-    if kind.same(damping):   # (given on the device: one for the batch)
+    if damping is not None and kind.same(damping):   # (given on the device: one for the batch)
         bad = bad & (damping.reshape(-1)[0] <= 0)
     rows[bad, :d.pivots.offset] = float("nan")
 
