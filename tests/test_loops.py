@@ -89,6 +89,50 @@ def test_constrained_dynamics_equals_pinocchio(closed):
                                    + reference.loop_jacobian(model, q).T @ lam, rtol=0, atol=1e-9 * np.abs(tau).max())
 
 
+def panda_held_whole():
+    """Panda with its hand held whole (6d) to the world at the pose it has at a random q0:
+    (model, q0), the loop closed at q0."""
+    import dataclasses
+    from helpers import robot_path
+    from rbdgen.model.model import Frame
+    from rbdgen.spatial import Transform
+    with pytest.warns(UserWarning, match="mimic"):
+        model = rbdgen.load_model(robot_path("panda"), loops=["panda_hand:panda_link0:6d"])
+    q0 = np.random.default_rng(31).normal(size=model.nq)
+    R, p = reference.frame_placement(model, q0, "loop0_a")
+    held = Frame("loop0_b", -1, Transform(tuple(map(tuple, R.T)), tuple(p)))
+    return dataclasses.replace(model, frames=tuple(held if f.name == "loop0_b" else f for f in model.frames)), q0
+
+
+def test_a_6d_loop_where_closed_equals_pinocchio():
+    """A 6d loop: G's rows equal Pinocchio's constraint Jacobian (LOCAL_WORLD_ALIGNED) at any q;
+    gamma is -G-dot v exactly (central differences); where the loop is closed and v allowed,
+    the residual's rate is G v and constrained dynamics equals Pinocchio's. (Off the closed
+    set Pinocchio's 6D drift is another quantity than the derivative of G v, so the two part.)"""
+    pin = pytest.importorskip("pinocchio")
+    model, q = panda_held_whole()
+    rng = np.random.default_rng(37)
+    assert np.abs(reference.loop_residual(model, q)).max() < 1e-15
+    v, a, tau = rng.normal(size=(3, model.nv))
+    v = reference.project_velocity(model, q, v, damping=0.0)[0]
+    G = reference.loop_jacobian(model, q)
+    step = lambda h: integrate(model, q, h * v)
+    rate = (reference.loop_residual(model, step(FD_STEP)) - reference.loop_residual(model, step(-FD_STEP))) / (2 * FD_STEP)
+    np.testing.assert_allclose(rate, G @ v, rtol=0, atol=FD_TOL)
+    moved = lambda h: reference.loop_jacobian(model, integrate(model, q, h * v)) @ (v + h * a)
+    want = G @ a - reference.loop_gamma(model, q, v)
+    np.testing.assert_allclose((moved(FD_STEP) - moved(-FD_STEP)) / (2 * FD_STEP), want, rtol=0,
+                               atol=FD_TOL * max(1, np.abs(want).max()))
+    pm, constraints = pinocchio_of(model)
+    pd = pm.createData()
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+    pin.initConstraintDynamics(pm, pd, constraints, datas)
+    qdd, _, _ = reference.constrained_dynamics(model, q, v, tau)
+    want = pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, pin.ProximalSettings(1e-14, 0.0, 1))
+    np.testing.assert_allclose(qdd, want, rtol=0, atol=REL_TOL_PINOCCHIO * np.abs(want).max())
+    np.testing.assert_allclose(G, pin.getConstraintsJacobian(pm, pd, constraints, datas), rtol=0, atol=1e-14)
+
+
 def test_baumgarte_gains_steer_the_residual(closed):
     """G q-ddot = gamma - kd G v - kp residual, with the gains given."""
     model, rng = closed, np.random.default_rng(9)
@@ -235,26 +279,42 @@ MJCF_LOOP = """<mujoco model="mjcf_loop"><worldbody>
 <weld body1="a" body2="c"/></equality></mujoco>"""
 
 
-def test_an_mjcf_connect_is_a_loop_as_mujoco_sees_it(tmp_path):
-    """<equality connect> between two bodies is a 3d loop: its residual and Jacobian equal
-    MuJoCo's constraint rows (efc_pos, efc_J) at random states; a weld is left out, with the
-    warning that names what is."""
+def mujoco_rows(mujoco, m, d, k):
+    """MuJoCo's constraint rows of equality k: (efc_pos, efc_J)."""
+    rows = [i for i in range(d.nefc) if d.efc_type[i] == mujoco.mjtConstraint.mjCNSTR_EQUALITY and d.efc_id[i] == k]
+    return d.efc_pos[rows], d.efc_J.reshape(d.nefc, m.nv)[rows]
+
+
+@pytest.mark.parametrize("torquescale", [0.5, 0.0])
+def test_mjcf_connect_and_weld_are_loops_as_mujoco_sees_them(tmp_path, torquescale):
+    """<equality connect> between two bodies is a 3d loop, <equality weld> a 6d one (3d with
+    torquescale 0): at random states the residual equals MuJoCo's efc_pos and the Jacobian's
+    point rows its efc_J. MuJoCo's rotation error is the vector part u (body2's axes) of the
+    quaternion from body2's frame to body1's relpose frame, ours its sine times axis in world
+    axes: 2 w R2 u (MuJoCo's rows scaled by torquescale)."""
     mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "loop.xml"
-    path.write_text(MJCF_LOOP)
-    with pytest.warns(UserWarning, match="1 equality constraints"):
-        model = rbdgen.load_model(path)
-    assert [(loop.name, loop.kind) for loop in model.loops] == [("close", "3d")]
+    path.write_text(MJCF_LOOP.replace('<weld body1="a" body2="c"/>', '<weld body1="a" body2="c" anchor="0.1 0.2 0.3" '
+                                      f'relpose="0.5 0.1 0.2 0.9 0.1 0.3 0.2" torquescale="{torquescale}"/>'))
+    model = rbdgen.load_model(path)
+    weld_kind = "6d" if torquescale else "3d"
+    assert [(loop.name, loop.kind) for loop in model.loops] == [("close", "3d"), ("weld1", weld_kind)]
     m = mujoco.MjModel.from_xml_path(str(path))
     d = mujoco.MjData(m)
     rng = np.random.default_rng(19)
     for _ in range(3):
         d.qpos[:] = rng.normal(size=m.nq)
         mujoco.mj_forward(m, d)
-        rows = [k for k in range(d.nefc) if d.efc_type[k] == mujoco.mjtConstraint.mjCNSTR_EQUALITY and d.efc_id[k] == 0]
-        J = d.efc_J.reshape(d.nefc, m.nv)[rows]
-        np.testing.assert_allclose(reference.loop_jacobian(model, d.qpos), J, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(reference.loop_residual(model, d.qpos), d.efc_pos[rows], rtol=0, atol=1e-12)
+        connect, weld = (mujoco_rows(mujoco, m, d, k) for k in range(2))
+        residual, G = reference.loop_residual(model, d.qpos), reference.loop_jacobian(model, d.qpos)
+        np.testing.assert_allclose(residual[:6], np.concatenate([connect[0], weld[0][:3]]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(G[:6], np.vstack([connect[1], weld[1][:3]]), rtol=0, atol=1e-12)
+        if torquescale:
+            u = weld[0][3:] / torquescale
+            w = np.sqrt(1 - u @ u)
+            np.testing.assert_allclose(residual[6:], 2 * w * d.xmat[3].reshape(3, 3) @ u, rtol=0, atol=1e-12)
+        else:
+            assert len(residual) == 6
 
 
 def test_constrained_dynamics_derivatives_against_differences():

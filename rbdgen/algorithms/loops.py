@@ -6,9 +6,10 @@ symbols like every other algorithm.
 A loop's rows are in world axes: the residual is [p_a - p_b; e] with e = vee(R_a R_b^T -
 R_b R_a^T) / 2 (the rotation from b to a, its sine times its axis: zero exactly when the
 frames agree, and the rotation vector to first order) for "6d"; the Jacobian G is frame a's
-rows of the local_world_aligned frame Jacobian minus frame b's (the residual's rate is G v);
-gamma = -G-dot v is minus the difference of the frames' classical accelerations at zero joint
-acceleration. project_velocity removes the velocity the loops do not allow (an impulse with
+rows of the local_world_aligned frame Jacobian minus frame b's (the residual's rate is G v,
+for 6d rows where the loop is closed); gamma = -G-dot v is minus the difference of the frames'
+classical accelerations at zero joint acceleration. (Pinocchio's 6D drift in LOCAL_WORLD_ALIGNED
+is another quantity off the closed set: the two agree where a 6d loop is closed.) project_velocity removes the velocity the loops do not allow (an impulse with
 no restitution). Constrained dynamics solves M q-ddot = tau - nle + G^T lambda with
 G q-ddot = gamma - Kd G v - Kp residual (Baumgarte's stabilization) by the range-space KKT
 solve of the declared contacts (rbdgen.algorithms.constrained).

@@ -16,8 +16,9 @@ a free joint is q = [x y z qx qy qz qw], v = [linear; angular] in the body frame
 Armature and damping come from dof_armature and dof_damping; gravity from opt.gravity (zero
 where the model disables it).
 An active <equality connect> between two bodies is a loop closure (Model.loops, 3d: rbdgen.
-algorithms.loops). Left out, with one line saying so: actuators, tendons, the other equality
-constraints (weld, joint, tendon, flex; connect of sites), contacts, joint
+algorithms.loops), an active <equality weld> between two bodies a 6d one (3d when its
+torquescale is 0). Left out, with one line saying so: actuators, tendons, the other equality
+constraints (joint, tendon, flex; connect and weld of sites), contacts, joint
 limits, friction loss, springs, fluid forces and gravity compensation (simulation, not rigid-body
 dynamics).
 """
@@ -195,21 +196,33 @@ def model_from_mujoco(m, default_name="robot"):
 
 
 def _connections(m, builder, frame_of, name_of):
-    """The loops of the model's active <equality connect> between two bodies (Model.loops, 3d),
-    added to `builder`: frames <name>_a and <name>_b at the anchor on body1 and at the point of
-    body2 that MuJoCo's compiler found under it at qpos0 (eq_data's first and second three
-    numbers). Returns how many."""
+    """The loops of the model's active <equality connect> and <equality weld> between two
+    bodies (Model.loops), added to `builder`; returns how many. MuJoCo's compiler stores a
+    connect as its anchor on body1 and the point of body2 under it at qpos0 (eq_data[0:3],
+    eq_data[3:6]): frames <name>_a and <name>_b there, held together at their origins (3d). A
+    weld holds body2's frame at its anchor (eq_data[0:3]) to the frame of body1 at relpose
+    (eq_data[3:6], quaternion eq_data[6:10], w first): frames <name>_a on body1 and <name>_b
+    on body2, held together whole (6d). Its torquescale only scales MuJoCo's rotation rows,
+    the same constraint, unless it is 0: then only the points are held (3d)."""
     import mujoco
     count = 0
     for k in range(m.neq):
-        if int(m.eq_type[k]) != mujoco.mjtEq.mjEQ_CONNECT or int(m.eq_objtype[k]) != mujoco.mjtObj.mjOBJ_BODY \
-                or not m.eq_active0[k]:
+        kind = int(m.eq_type[k])
+        if kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD) \
+                or int(m.eq_objtype[k]) != mujoco.mjtObj.mjOBJ_BODY or not m.eq_active0[k]:
             continue
-        label = name_of(mujoco.mjtObj.mjOBJ_EQUALITY, k, f"connect{k}")
-        ends = [(f"{label}_{side}", frame_of[int(body)], Transform(IDENTITY, tuple(float(x) for x in anchor)))
-                for side, body, anchor in (("a", m.eq_obj1id[k], m.eq_data[k][:3]),
-                                           ("b", m.eq_obj2id[k], m.eq_data[k][3:6]))]
-        builder.add_loop(label, ends, "3d", f"<connect name={label!r}>")
+        data = [float(x) for x in m.eq_data[k]]
+        body1, body2 = frame_of[int(m.eq_obj1id[k])], frame_of[int(m.eq_obj2id[k])]
+        if kind == mujoco.mjtEq.mjEQ_CONNECT:
+            label = name_of(mujoco.mjtObj.mjOBJ_EQUALITY, k, f"connect{k}")
+            ends = [(f"{label}_a", body1, Transform(IDENTITY, tuple(data[0:3]))),
+                    (f"{label}_b", body2, Transform(IDENTITY, tuple(data[3:6])))]
+            builder.add_loop(label, ends, "3d", f"<connect name={label!r}>")
+        else:
+            label = name_of(mujoco.mjtObj.mjOBJ_EQUALITY, k, f"weld{k}")
+            ends = [(f"{label}_a", body1, Transform(transpose3(_rotation(data[6:10])), tuple(data[3:6]))),
+                    (f"{label}_b", body2, Transform(IDENTITY, tuple(data[0:3])))]
+            builder.add_loop(label, ends, "6d" if data[10] != 0 else "3d", f"<weld name={label!r}>")
         count += 1
     return count
 
@@ -271,7 +284,7 @@ def _per_joint(m, model, field, joint_names):
 def _note_left_out(m, name, equalities):
     parts = []
     for count, what in ((m.nu, "actuators"), (m.ntendon, "tendons"),
-                        (equalities, "equality constraints (but the connects between bodies, loops)")):
+                        (equalities, "equality constraints (but the connects and welds between bodies, loops)")):
         if count:
             parts.append(f"{count} {what}")
     if any(m.jnt_limited):

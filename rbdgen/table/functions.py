@@ -278,7 +278,7 @@ FUNCTIONS += [
                  "vee(R_a R_b^T - R_b R_a^T) / 2): zero where the loops are closed.", needs_loops=True),
     FunctionSpec("loop_jacobian", ("q",), lambda m: (loops.rows(m), m.nv), loops.loop_jacobian,
                  "The loops' Jacobian G: frame a's rows of the local_world_aligned frame Jacobian minus frame "
-                 "b's (the residual's rate is G v).", needs_loops=True),
+                 "b's (the residual's rate is G v; for 6d rows where the loop is closed).", needs_loops=True),
     FunctionSpec("loop_gamma", ("q", "v"), lambda m: (loops.rows(m),), loops.loop_gamma,
                  "gamma = -G-dot v of the loops: G q-ddot = gamma keeps closed loops closed.", needs_loops=True),
     FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
