@@ -12,7 +12,9 @@ classical accelerations at zero joint acceleration. (Pinocchio's 6D drift in LOC
 is another quantity off the closed set: the two agree where a 6d loop is closed.) project_velocity removes the velocity the loops do not allow (an impulse with
 no restitution). Constrained dynamics solves M q-ddot = tau - nle + G^T lambda with
 G q-ddot = gamma - Kd G v - Kp residual (Baumgarte's stabilization) by the range-space KKT
-solve of the declared contacts (rbdgen.algorithms.constrained).
+solve of the declared contacts (rbdgen.algorithms.constrained). Contacts declared at build time
+are held in the same solve, their rows (frame axes, as contact_dynamics') after the loops': Kd
+acts on their velocity, and they have no residual for Kp.
 """
 
 from ..spatial import sum_terms
@@ -22,9 +24,9 @@ from .frames import placement_entries
 REFERENCE = "local_world_aligned"
 
 
-def rows(model):
-    """The loops' number of constraint rows."""
-    return sum(constrained.KINDS[loop.kind] for loop in model.loops)
+def rows(model, contacts=()):
+    """The number of constraint rows of the loops and of `contacts` (declared contacts)."""
+    return sum(constrained.KINDS[loop.kind] for loop in model.loops) + sum(c.rows for c in contacts)
 
 
 def _frames(model, loop):
@@ -34,6 +36,11 @@ def _frames(model, loop):
         frame = model.frame(name)
         ends.append((frame.body, list(placement_entries(frame.placement))))
     return ends
+
+
+def _rows(model, ops, q, contacts):
+    """G: the loops' rows, then those of the declared `contacts`."""
+    return loop_jacobian(model, ops, q) + constrained.constraint_rows(model, ops, contacts, q)
 
 
 def loop_residual(model, ops, q):
@@ -70,24 +77,25 @@ def loop_gamma(model, ops, q, v):
     return gamma
 
 
-def constrained_dynamics(model, ops, q, v, tau, *, kp, kd, damping):
+def constrained_dynamics(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
     """[q-ddot (nv), lambda (m), the pivots of G M^-1 G^T + damping (m)] with M q-ddot = tau -
-    nle + G^T lambda and G q-ddot + damping lambda = gamma - kd G v - kp residual. A pivot that
-    is not positive: the loops are redundant or singular at q (the caller refuses the numbers
-    unless damping > 0)."""
-    G = loop_jacobian(model, ops, q)
-    residual = loop_residual(model, ops, q)
+    nle + G^T lambda and G q-ddot + damping lambda = gamma - kd G v - kp residual, G the loops'
+    rows and then those of `contacts`. A pivot that is not positive: the constraints are
+    redundant or singular at q (the caller refuses the numbers unless damping > 0)."""
+    G = _rows(model, ops, q, contacts)
+    residual = loop_residual(model, ops, q) + [0] * sum(c.rows for c in contacts)
     rates = [sum_terms(g * x for g, x in zip(row, v)) for row in G]
-    target = [g - kd[0] * r - kp[0] * e for g, r, e in zip(loop_gamma(model, ops, q, v), rates, residual)]
+    gamma = loop_gamma(model, ops, q, v) + constrained.constraint_drift(model, ops, contacts, q, v)
+    target = [g - kd[0] * r - kp[0] * e for g, r, e in zip(gamma, rates, residual)]
     free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
     qdd, lam, pivots = constrained.kkt_solve(ops, constrained.constraint_space(model, ops, G, q), damping, free, target)
     return qdd + lam + pivots
 
 
-def project_velocity(model, ops, q, v, *, damping):
+def project_velocity(model, ops, q, v, *, damping, contacts=()):
     """[v+ (nv), impulses (m), pivots (m)]: the velocity nearest v in M's metric with G v+ = 0
-    (the loops' rates zero), M (v+ - v) = G^T impulses."""
-    G = loop_jacobian(model, ops, q)
+    (the loops' rates zero, and `contacts` still), M (v+ - v) = G^T impulses."""
+    G = _rows(model, ops, q, contacts)
     v_plus, impulses, pivots = constrained.impulse_solve(ops, constrained.constraint_space(model, ops, G, q), v,
                                                          restitution=[0], damping=damping)
     return v_plus + impulses + pivots
@@ -97,13 +105,14 @@ def project_velocity(model, ops, q, v, *, damping):
 DIFFERENTIATED = ("q", "v", "tau", "kp", "kd")
 
 
-def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping):
+def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
     """d q-ddot / d each of DIFFERENTIATED, then d lambda / d each (q in the tangent space), by
     forward mode through constrained_dynamics: each an (nv or m) x (nv or 1) block, row-major."""
-    n, m = model.nv, rows(model)
+    n, m = model.nv, rows(model, contacts)
 
     def run(model, ops, q, v, tau, gains):
-        return constrained_dynamics(model, ops, q, v, tau, kp=gains[:1], kd=gains[1:], damping=damping)[:n + m]
+        return constrained_dynamics(model, ops, q, v, tau, kp=gains[:1], kd=gains[1:], damping=damping,
+                                    contacts=contacts)[:n + m]
     *blocks, gains = derivatives.derivatives_of(model, ops, run, [("q", q), ("v", v), ("tau", tau),
                                                                   ("gains", list(kp) + list(kd))],
                                                 ("q", "v", "tau", "gains"))

@@ -20,11 +20,13 @@ _threads, _output, _settled = _arguments.threads, _arguments.output, _arguments.
 class Module:
     """What every Function of a module shares: its folder, the compiled library and cffi's
     from_buffer, the model parameters (_arguments.Parameters), each function's operation count,
-    nq, the loops' names and the module's name (its files')."""
+    nq, the loops' and declared contacts' names and the module's name (its files')."""
 
-    def __init__(self, here, lib, buffer, parameters, operations, nq, *, loops=(), name=None):
+    def __init__(self, here, lib, buffer, parameters, operations, nq, *, loops=(), contacts=(), name=None):
         self.here, self.lib, self.buffer, self.parameters, self.name = here, lib, buffer, parameters, name
-        self.operations, self.nq, self.loops = operations, nq, loops
+        self.operations, self.nq, self.loops, self.contacts = operations, nq, loops, contacts
+        # a closed chain's solves hold its loops, then the contacts declared at build time
+        self.constraints = tuple(loops) + tuple(contacts)
         # what a call given params= is told when the module has none
         self.hints = {} if parameters.names else {"params": "this module has no model parameters; build it with "
                                                             "--parameters"}
@@ -140,7 +142,8 @@ class Function:
                 _arguments.refuse_input(len(rows), int(_np.argmax(unclear | bad)), inputs, self.param_names)
                 if not self.description.declared:   # (the public function of declared contacts names them)
                     damping = float(_np.ravel(args[self.description.damping])[0])
-                    _contact.refuse_redundant(rows[:, self.pivots:], damping, self.module.loops, "loops")
+                    _contact.refuse_redundant(rows[:, self.pivots:], damping, self.module.constraints,
+                                              "loops and contacts" if self.module.contacts else "loops")
                 return
         if bad.any():
             _arguments.solved(values, inputs, params_given, self.param_names)

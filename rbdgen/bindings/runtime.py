@@ -76,7 +76,7 @@ def check_params(params):
 _DESCRIPTIONS = _description.read(_META["functions"])
 _CALL_KEYWORDS = _description.MODULE_KEYWORDS   # every public function's last keywords
 _FUNCTIONS = _function.Module(_HERE, _lib, _buf, _PARAMETERS, operation_counts, nq,
-                              loops=loops, name=_META["module"])
+                              loops=loops, contacts=contacts, name=_META["module"])
 _TABLE = _FUNCTIONS.table
 _TABLE.update({fname: _function.Function(_FUNCTIONS, d) for fname, d in _DESCRIPTIONS.items()})
 for _spec in _TABLE.values():
@@ -241,13 +241,17 @@ def project_configuration(q, tol=1e-9, iterations=20, params=None):
 
 def constrained_inverse_dynamics(q, v, a, actuated, *, params=None, tol=1e-9):
     """(tau, lambda): the torques on the `actuated` joints (names, or a mask of nv booleans),
-    of least norm with the loops' multipliers, with rnea(q, v, a) = tau + G^T lambda, for an
-    acceleration the loops allow (G a = gamma); rnea, loop_jacobian and loop_gamma in C, the
+    of least norm with the multipliers of the loops (and of the declared contacts, after them),
+    with rnea(q, v, a) = tau + G^T lambda, for an acceleration the loops and contacts allow (G a
+    = gamma); rnea, loop_jacobian and loop_gamma (contact_jacobian, contact_gamma) in C, the
     least squares in NumPy; one state or a batch. ValueError when a breaks the loops or no such
     torques exist."""
     keywords = _keywords(params)
-    G = loop_jacobian(q, **keywords)
-    drift = _np.einsum("...ij,...j->...i", G, a) - loop_gamma(q, v, **keywords)
+    G, gamma = loop_jacobian(q, **keywords), loop_gamma(q, v, **keywords)
+    if contacts:   # held too, their multipliers after the loops'
+        G = _np.concatenate([G, contact_jacobian(q, **keywords)], axis=-2)
+        gamma = _np.concatenate([gamma, contact_gamma(q, v, **keywords)], axis=-1)
+    drift = _np.einsum("...ij,...j->...i", G, a) - gamma
     return _contact.constrained_inverse_dynamics(rnea(q, v, a, **keywords), G,
                                                  _contact.actuated_mask(actuated, _JOINT_SLICES, nv), drift=drift,
                                                  tol=tol)
@@ -355,7 +359,8 @@ _AVAILABLE = {
     "contact_inertia": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "base_parameters": "base_regressor" in _NAMES,
     "project_configuration": {"loop_residual", "loop_jacobian", "integrate"} <= _NAMES,
-    "constrained_inverse_dynamics": {"rnea", "loop_jacobian", "loop_gamma"} <= _NAMES,
+    "constrained_inverse_dynamics": {"rnea", "loop_jacobian", "loop_gamma"} <= _NAMES
+    and (not contacts or {"contact_jacobian", "contact_gamma"} <= _NAMES),
     "base_parameter_map": "base_regressor" in _NAMES,
 }
 for _name, _built in _AVAILABLE.items():

@@ -281,38 +281,52 @@ FUNCTIONS += [
                  "b's (the residual's rate is G v; for 6d rows where the loop is closed).", needs_loops=True),
     FunctionSpec("loop_gamma", ("q", "v"), lambda m: (loops.rows(m),), loops.loop_gamma,
                  "gamma = -G-dot v of the loops: G q-ddot = gamma keeps closed loops closed.", needs_loops=True),
-    FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
-                 lambda m: (m.nv + 2 * loops.rows(m),),
-                 lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics(m, ops, q, v, tau, kp=kp, kd=kd,
-                                                                                 damping=d),
-                 "Forward dynamics of the closed chain: q-ddot, the loops' multipliers lambda (M q-ddot = tau - nle "
-                 "+ G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = gamma - kd G v - kp "
-                 "residual (Baumgarte); damping > 0 regularizes redundant loops.",
-                 parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (loops.rows(m),)), ("pivots", (loops.rows(m),))),
-                 part_roles=_PIVOTS, solves=True, needs_loops=True, cost=4,
-                 jacobians=({"qdd": {x: block("constrained_dynamics_derivatives", f"ddq_d{x}")
-                                     for x in loops.DIFFERENTIATED},
-                             "multipliers": {x: block("constrained_dynamics_derivatives", f"dlambda_d{x}")
-                                             for x in loops.DIFFERENTIATED}},)),
-    FunctionSpec("constrained_dynamics_derivatives", ("q", "v", "tau", "kp", "kd", "damping"),
-                 lambda m: ((m.nv + loops.rows(m)) * (3 * m.nv + 2),),
-                 lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics_derivatives(
-                     m, ops, q, v, tau, kp=kp, kd=kd, damping=d),
-                 "d/dq, d/dv, d/dtau, d/dkp and d/dkd of constrained_dynamics' q-ddot, then of its multipliers "
-                 "(q in the tangent space; forward mode).",
-                 parts=lambda m: tuple((f"ddq_d{x}", (m.nv, m.nv if x in ("q", "v", "tau") else 1))
-                                       for x in loops.DIFFERENTIATED)
-                 + tuple((f"dlambda_d{x}", (loops.rows(m), m.nv if x in ("q", "v", "tau") else 1))
-                         for x in loops.DIFFERENTIATED),
-                 solves=True, needs_loops=True, default=False, costly=True, cost=8),
-    FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * loops.rows(m),),
-                 lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d),
-                 "The velocity nearest v in M's metric that the loops allow (G v+ = 0), the impulses "
-                 "(M (v+ - v) = G^T impulses) and the pivots of G M^-1 G^T + damping: for initial states.",
-                 parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (loops.rows(m),)), ("pivots", (loops.rows(m),))),
-                 part_roles=_PIVOTS, solves=True, needs_loops=True, cost=3),
 ]
 
+
+def loop_dynamics(contacts=()):
+    """The closed chain's dynamics, its derivatives and the velocity projection, with the
+    contacts declared at build time held too (their rows after the loops'): functions of a
+    model with loops only."""
+    contacts = tuple(contacts)
+    rows = lambda m: loops.rows(m, contacts)
+    held = " and the declared contacts" if contacts else ""
+    return [
+        FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
+                     lambda m: (m.nv + 2 * rows(m),),
+                     lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics(m, ops, q, v, tau, kp=kp, kd=kd,
+                                                                                     damping=d, contacts=contacts),
+                     f"Forward dynamics of the closed chain: q-ddot, the multipliers lambda of the loops{held} "
+                     "(M q-ddot = tau - nle + G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = "
+                     "gamma - kd G v - kp residual (Baumgarte); damping > 0 regularizes redundant constraints.",
+                     parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (rows(m),)), ("pivots", (rows(m),))),
+                     part_roles=_PIVOTS, solves=True, needs_loops=True, cost=4,
+                     jacobians=({"qdd": {x: block("constrained_dynamics_derivatives", f"ddq_d{x}")
+                                         for x in loops.DIFFERENTIATED},
+                                 "multipliers": {x: block("constrained_dynamics_derivatives", f"dlambda_d{x}")
+                                                 for x in loops.DIFFERENTIATED}},)),
+        FunctionSpec("constrained_dynamics_derivatives", ("q", "v", "tau", "kp", "kd", "damping"),
+                     lambda m: ((m.nv + rows(m)) * (3 * m.nv + 2),),
+                     lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics_derivatives(
+                         m, ops, q, v, tau, kp=kp, kd=kd, damping=d, contacts=contacts),
+                     "d/dq, d/dv, d/dtau, d/dkp and d/dkd of constrained_dynamics' q-ddot, then of its multipliers "
+                     "(q in the tangent space; forward mode).",
+                     parts=lambda m: tuple((f"ddq_d{x}", (m.nv, m.nv if x in ("q", "v", "tau") else 1))
+                                           for x in loops.DIFFERENTIATED)
+                     + tuple((f"dlambda_d{x}", (rows(m), m.nv if x in ("q", "v", "tau") else 1))
+                             for x in loops.DIFFERENTIATED),
+                     solves=True, needs_loops=True, default=False, costly=True, cost=8),
+        FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * rows(m),),
+                     lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d, contacts=contacts),
+                     f"The velocity nearest v in M's metric that the loops{held} allow (G v+ = 0), "
+                     "the impulses (M (v+ - v) = G^T impulses) and the pivots of G M^-1 G^T + damping: for initial "
+                     "states.",
+                     parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (rows(m),)), ("pivots", (rows(m),))),
+                     part_roles=_PIVOTS, solves=True, needs_loops=True, cost=3),
+    ]
+
+
+FUNCTIONS += loop_dynamics()
 BY_NAME = {f.name: f for f in FUNCTIONS}
 
 
@@ -367,10 +381,13 @@ def _contact_derivative_parts(model, m):
 
 
 def lookup(name, contacts=()):
-    """The spec of a function a module may have (those of contacts need the contacts)."""
-    if name in BY_NAME:
-        return BY_NAME[name]
-    return {spec.name: spec for spec in contact_functions(contacts)}[name]
+    """The spec of a function a module may have (those of contacts need the contacts, and the
+    closed chain's dynamics hold them too)."""
+    if contacts:
+        for spec in contact_functions(contacts) + loop_dynamics(contacts):
+            if spec.name == name:
+                return spec
+    return BY_NAME[name]
 
 
 DEFAULT = tuple(f.name for f in FUNCTIONS)
@@ -394,6 +411,9 @@ def select(names=None, model=None, contacts=()):
     model with parameters only, and named for one without they are a one-line error.
     """
     table = FUNCTIONS + (contact_functions(contacts) if contacts else [])
+    if contacts:   # the closed chain's dynamics hold the declared contacts too
+        holding = {spec.name: spec for spec in loop_dynamics(contacts)}
+        table = [holding.get(f.name, f) for f in table]
     singular = model is not None and model.massless_joints()
     parameters = model is not None and bool(model.parameters)
     moving = model is not None and changes_kinematics(model.parameters)
