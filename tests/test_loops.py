@@ -181,6 +181,10 @@ def test_a_generated_closed_chain_module(four_bar_module):
         want = reference.constrained_dynamics(model, Q[k], V[k], TAU[k], kp=4.0, kd=2.0)
         np.testing.assert_allclose(qdd[k], want[0], rtol=0, atol=1e-10 * max(1, np.abs(want[0]).max()))
         np.testing.assert_allclose(module.loop_jacobian(Q[k]), reference.loop_jacobian(model, Q[k]), rtol=0, atol=1e-12)
+    by_keyword = module.constrained_dynamics(Q[0], V[0], TAU[0], kp=4, kd=2)   # (ints, the damping left out)
+    for got, want in zip(by_keyword, module.constrained_dynamics(Q[0], V[0], TAU[0], 4.0, 2.0, 0.0)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(by_keyword[0], qdd[0])
     near = module.project_configuration(0.02 * np.random.default_rng(12).normal(size=(5, 3)))   # a batch
     assert np.abs(module.loop_residual(near)).max() <= 1e-9
     v_plus, _, _ = module.project_velocity(near, V[:1].repeat(5, axis=0), 0.0)

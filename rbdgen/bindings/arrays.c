@@ -14,6 +14,24 @@ static const double *vector_of(PyObject *obj, Py_ssize_t n)
     return (const double *)PyArray_DATA(a);
 }
 
+/* 1 and *x when `obj` is a number as the common call takes one (dt, damping, kp): a float, or
+   an int that a double holds (not a bool); else 0. */
+static int number_of(PyObject *obj, double *x)
+{
+    if (PyFloat_Check(obj)) {
+        *x = PyFloat_AS_DOUBLE(obj);
+        return 1;
+    }
+    if (!PyLong_CheckExact(obj))
+        return 0;
+    *x = PyLong_AsDouble(obj);
+    if (*x == -1.0 && PyErr_Occurred()) {   /* too large: the Python function says so */
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
 /* The data of the caller's out= when it is exactly what the Python function accepts: a NumPy
    float64 array of this shape, C-contiguous, aligned, writable, native; else NULL. */
 static double *out_of(PyObject *given, int ndim, const Py_ssize_t *shape)
@@ -105,4 +123,55 @@ static PyObject *written_into(PyObject *given, int nparts, int ndim, const Py_ss
         return given;
     }
     return nparts > 1 ? new_array(1, &size) : new_array(ndim, shape);
+}
+
+/* Whether the n numbers at x are all finite (a solve's result: else the Python function, which
+   computes it again, names the cause). */
+static int all_finite(const double *x, Py_ssize_t n)
+{
+    unsigned long long infinite = 0;   /* an exponent of all ones: inf or NaN (a loop that vectorizes) */
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        unsigned long long bits;
+        memcpy(&bits, x + k, sizeof bits);
+        infinite |= (bits & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
+    }
+    return !infinite;
+}
+
+/* The data of `obj` when it is a batch as the common call passes it: a NumPy float64 array of
+   (count, n), C-contiguous, aligned, native, count >= 1 and the same as *count when that is
+   set (> 0); NULL for anything else. Sets *count. */
+static const double *rows_of(PyObject *obj, Py_ssize_t n, Py_ssize_t *count)
+{
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (!PyArray_CheckExact(obj) || PyArray_NDIM(a) != 2 || PyArray_DIM(a, 1) != n || PyArray_TYPE(a) != NPY_DOUBLE
+            || !PyArray_CHKFLAGS(a, NPY_ARRAY_CARRAY_RO) || !PyArray_ISNOTSWAPPED(a) || PyArray_DIM(a, 0) < 1
+            || (*count > 0 && PyArray_DIM(a, 0) != *count))
+        return NULL;
+    *count = PyArray_DIM(a, 0);
+    return (const double *)PyArray_DATA(a);
+}
+
+/* The array a batch of `count` states is written into: the caller's out= when it is what the
+   Python function takes ((B,) + the output's shape, (B, size) for a result in parts, (B,) for a
+   number) and overlaps no input, else a new one. NULL without an exception: out= is not such
+   an array (the Python function takes the call). */
+static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int nparts, Py_ssize_t ndim0,
+                              const Py_ssize_t *shape0, Py_ssize_t out_size, const double *const *in,
+                              const long *sizes, int n)
+{
+    Py_ssize_t shape[4] = { count };
+    int ndim;
+    if (scalar || nparts > 1) {
+        ndim = 1 + !scalar;
+        shape[1] = out_size;
+    } else {
+        ndim = 1 + (int)ndim0;
+        for (int d = 0; d < ndim0; ++d)
+            shape[1 + d] = shape0[d];
+    }
+    if (given != NULL && (out_of(given, ndim, shape) == NULL
+                          || overlaps((const double *)PyArray_DATA((PyArrayObject *)given), count * out_size, in, sizes, n)))
+        return NULL;
+    return written_into(given, 1, ndim, shape, 0);
 }

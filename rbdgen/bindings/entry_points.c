@@ -25,10 +25,12 @@ static PyObject *frame_rows;    /* frame name -> row of frame_body and frame_pla
 
 /* The keywords the entry points take: out= (into *given; None leaves it NULL), when `threads`
    is not NULL threads= (into *threads: an int from 0 to 256, which the Python function accepts
-   on any machine; 0 when not given), when `params` is not NULL params= (None leaves it NULL).
-   1 when kwnames holds only those, 0 for any other keyword or value (to the Python function). */
+   on any machine; 0 when not given), when `params` is not NULL params= (None leaves it NULL),
+   when `f` is not NULL an input of f's after the positional ones by its name (into full[], a
+   borrowed reference). 1 when kwnames holds only those, 0 for any other keyword or value (to
+   the Python function). */
 static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads,
-                    PyObject **params)
+                    PyObject **params, const function_t *f, PyObject **full)
 {
     if (threads != NULL)
         *threads = 0;
@@ -38,7 +40,13 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
         PyObject *name = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
         if (!PyUnicode_Check(name))
             return 0;
-        if (PyUnicode_CompareWithASCIIString(name, "out") == 0) {
+        int input = -1;
+        for (int i = (int)nargs; f != NULL && i < f->c->n_in - f->nominal && input < 0; ++i)
+            if (PyUnicode_CompareWithASCIIString(name, f->names[i]) == 0)
+                input = i;
+        if (input >= 0) {
+            full[input] = value;
+        } else if (PyUnicode_CompareWithASCIIString(name, "out") == 0) {
             *given = value == Py_None ? NULL : value;   /* out=None: the default, said */
         } else if (params != NULL && PyUnicode_CompareWithASCIIString(name, "params") == 0) {
             *params = value == Py_None ? NULL : value;
@@ -57,60 +65,9 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
     return 1;
 }
 
-/* Whether the n numbers at x are all finite (a solve's result: else the Python function, which
-   computes it again, names the cause). */
-static int all_finite(const double *x, Py_ssize_t n)
-{
-    unsigned long long infinite = 0;   /* an exponent of all ones: inf or NaN (a loop that vectorizes) */
-    for (Py_ssize_t k = 0; k < n; ++k) {
-        unsigned long long bits;
-        memcpy(&bits, x + k, sizeof bits);
-        infinite |= (bits & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
-    }
-    return !infinite;
-}
-
 static int only_out(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given)
 {
-    return keywords(kwnames, args, nargs, given, NULL, NULL);
-}
-
-/* The data of `obj` when it is a batch as the common call passes it: a NumPy float64 array of
-   (count, n), C-contiguous, aligned, native, count >= 1 and the same as *count when that is
-   set (> 0); NULL for anything else. Sets *count. */
-static const double *rows_of(PyObject *obj, Py_ssize_t n, Py_ssize_t *count)
-{
-    PyArrayObject *a = (PyArrayObject *)obj;
-    if (!PyArray_CheckExact(obj) || PyArray_NDIM(a) != 2 || PyArray_DIM(a, 1) != n || PyArray_TYPE(a) != NPY_DOUBLE
-            || !PyArray_CHKFLAGS(a, NPY_ARRAY_CARRAY_RO) || !PyArray_ISNOTSWAPPED(a) || PyArray_DIM(a, 0) < 1
-            || (*count > 0 && PyArray_DIM(a, 0) != *count))
-        return NULL;
-    *count = PyArray_DIM(a, 0);
-    return (const double *)PyArray_DATA(a);
-}
-
-/* The array a batch of `count` states is written into: the caller's out= when it is what the
-   Python function takes ((B,) + the output's shape, (B, size) for a result in parts, (B,) for a
-   number) and overlaps no input, else a new one. NULL without an exception: out= is not such
-   an array (the Python function takes the call). */
-static PyObject *batch_target(PyObject *given, Py_ssize_t count, int scalar, int nparts, Py_ssize_t ndim0,
-                              const Py_ssize_t *shape0, Py_ssize_t out_size, const double *const *in,
-                              const long *sizes, int n)
-{
-    Py_ssize_t shape[4] = { count };
-    int ndim;
-    if (scalar || nparts > 1) {
-        ndim = 1 + !scalar;
-        shape[1] = out_size;
-    } else {
-        ndim = 1 + (int)ndim0;
-        for (int d = 0; d < ndim0; ++d)
-            shape[1 + d] = shape0[d];
-    }
-    if (given != NULL && (out_of(given, ndim, shape) == NULL
-                          || overlaps((const double *)PyArray_DATA((PyArrayObject *)given), count * out_size, in, sizes, n)))
-        return NULL;
-    return written_into(given, 1, ndim, shape, 0);
+    return keywords(kwnames, args, nargs, given, NULL, NULL, NULL, NULL);
 }
 
 /* Whether each of `count` states' pivots of G M^-1 G^T (a contact or loop solve's last part) are
@@ -143,8 +100,7 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     long sizes[RBDGEN_MAX_INPUTS];
     PyObject *flat;
     for (int i = 0; i < c->n_in; ++i) {
-        if (c->shared_in[i] && PyFloat_Check(args[i])) {
-            numbers[i] = PyFloat_AS_DOUBLE(args[i]);
+        if (c->shared_in[i] && number_of(args[i], &numbers[i])) {
             in[i] = &numbers[i];
         } else if (c->shared_in[i] || (in[i] = rows_of(args[i], c->size_in[i], &count)) == NULL) {
             return NULL;
@@ -166,42 +122,34 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
 }
 
-/* One entry point for every function of states: `self` is (the Python function, index). It
-   takes the common call (float64 C-contiguous vectors of the right length, and a float for a
-   parameter such as dt; out= as the Python function takes it) and the common batch
-   (call_batch), and hands any other call to the Python function, which converts and raises the
-   errors. */
-static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* A function of states given its inputs as positions (`args`, n of them): the common call
+   (float64 C-contiguous vectors of the right length, a float for a parameter such as dt;
+   out= as the Python function takes it) and the common batch (call_batch). NULL without an
+   exception for any other call (the Python function converts, and raises the errors). */
+static PyObject *call_given(const function_t *f, PyObject *const *args, PyObject *given, int threads,
+                             PyObject *params)
 {
-    PyObject *fallback = PyTuple_GET_ITEM(self, 0);
-    const function_t *f = &functions[PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1))];
     const rbdgen_function_t *c = f->c;
     double numbers[RBDGEN_MAX_INPUTS], *out;
     const double *in[RBDGEN_MAX_INPUTS];
-    PyObject *given = NULL, *params = NULL, *flat, *batch;
-    int threads;
+    PyObject *flat, *batch;
     const int n = c->n_in - f->nominal;   /* the inputs given as arguments */
-    if (nargs != n || !keywords(kwnames, args, nargs, &given, &threads, f->nominal ? &params : NULL))
-        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     for (int i = 0; i < n; ++i)   /* a batch: its first state input has two dimensions */
         if (!c->shared_in[i]) {
             if (PyArray_CheckExact(args[i]) && PyArray_NDIM((PyArrayObject *)args[i]) == 2) {
                 if (f->nominal)   /* params in a batch (per state, or one set for all): the Python function's */
-                    return PyObject_Vectorcall(fallback, args, nargs, kwnames);
-                if ((batch = call_batch(f, args, given, threads)) != NULL || PyErr_Occurred())
-                    return batch;
-                return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+                    return NULL;
+                return call_batch(f, args, given, threads);
             }
             break;
         }
     if (given != NULL && f->scalar)
-        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+        return NULL;
     for (int i = 0; i < n; ++i) {
-        if (c->shared_in[i] && PyFloat_Check(args[i])) {
-            numbers[i] = PyFloat_AS_DOUBLE(args[i]);
+        if (c->shared_in[i] && number_of(args[i], &numbers[i])) {
             in[i] = &numbers[i];
         } else if ((in[i] = vector_of(args[i], c->size_in[i])) == NULL) {
-            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+            return NULL;
         }
     }
     if (f->nominal && params == NULL) {
@@ -209,12 +157,12 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     } else if (f->nominal) {   /* finite values; for a solve, physical ones (rbdgen_physical.c): the Python
                                   function says what is wrong with others */
         if ((in[n] = vector_of(params, c->size_in[n])) == NULL)
-            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+            return NULL;
         for (long k = 0; k < c->size_in[n]; ++k)
             if (!isfinite(in[n][k]))
-                return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+                return NULL;
         if (f->solves && params_problem(in[n], 1, 0, c->size_in[n], 0) >= 0)
-            return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+            return NULL;
     }
     if (f->scalar) {
         double value;
@@ -224,16 +172,43 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     }
     if (given != NULL && target_of(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size, in, c->size_in,
                                    c->n_in) == NULL)
-        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+        return NULL;
     if ((flat = written_into(given, f->nparts, (int)f->ndim[0], f->shape[0], f->out_size)) == NULL)
         return NULL;
     out = (double *)PyArray_DATA((PyArrayObject *)flat);
     c->eval(in, &out, -1);
     if ((f->solves && !all_finite(out, f->out_size)) || (f->pivots && !pivots_clear(f, out, 1))) {
         Py_DECREF(flat);   /* the Python function says why */
-        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+        return NULL;
     }
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, -1);
+}
+
+/* The entry point of a function of states: its inputs by position, then those with a default
+   (kp, damping, dt) by name or left out, as call_given takes them; any other call to the
+   Python function. */
+static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *fallback = PyTuple_GET_ITEM(self, 0);
+    const function_t *f = &functions[PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1))];
+    PyObject *full[RBDGEN_MAX_INPUTS] = { NULL }, *made[RBDGEN_MAX_INPUTS] = { NULL };
+    PyObject *given = NULL, *params = NULL, *result = NULL;
+    int threads, ok = 1;
+    const int n = f->c->n_in - f->nominal;
+    if (nargs > n || !keywords(kwnames, args, nargs, &given, &threads, f->nominal ? &params : NULL, f, full))
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    for (int i = 0; i < n && ok; ++i)
+        if (i < nargs)
+            full[i] = args[i];
+        else if (full[i] == NULL && (ok = f->has_default[i]))
+            ok = (full[i] = made[i] = PyFloat_FromDouble(f->defaults[i])) != NULL;
+    if (ok)
+        result = call_given(f, full, given, threads, params);
+    for (int i = 0; i < n; ++i)
+        Py_XDECREF(made[i]);
+    if (result == NULL && !PyErr_Occurred())   /* not the common call: the Python function's */
+        return PyObject_Vectorcall(fallback, args, nargs, kwnames);
+    return result;
 }
 
 /* A frame quantity of one state, or (count > 0) of a batch, through the uniform entry: the
@@ -301,7 +276,7 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
     int threads;
     PyObject *given = NULL, *flat, *batch;
     if (nargs < f->nstates + 1 || nargs > f->nstates + 1 + f->takes_reference
-            || !keywords(kwnames, args, nargs, &given, &threads, NULL) || (j = frame_row(args[f->nstates])) < 0)
+            || !keywords(kwnames, args, nargs, &given, &threads, NULL, NULL, NULL) || (j = frame_row(args[f->nstates])) < 0)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if (nargs == f->nstates + 2) {
         reference = -1;

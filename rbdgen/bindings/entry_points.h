@@ -25,6 +25,9 @@ typedef struct {
                                         (calls.c's nominal_params when not given) */
     int solves;                      /* 1: it solves with M, so params= given go to the Python
                                         function, which checks them */
+    const char *names[RBDGEN_MAX_INPUTS];   /* its inputs' names, as the Python function's keywords */
+    int has_default[RBDGEN_MAX_INPUTS];     /* 1: a call may leave the input out (kp, damping, dt) */
+    double defaults[RBDGEN_MAX_INPUTS];     /* its value then */
 } function_t;
 
 /* A frame quantity (frame_placement, frame_jacobian, frame_velocity, ...): its state inputs
