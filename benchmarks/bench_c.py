@@ -268,16 +268,20 @@ int main(int argc, char **argv)
 def write_driver(folder, meta, sizes, order, frame, side=None):
     """The driver's C source: one timing loop per function of `order`, each followed by adam's
     (`side`) where it has one; the functions of a frame are called for `frame` (its body and
-    placement from model.json), damping and restitution are 0, dt 1. `check` prints adam's outputs."""
+    placement from model.json), damping, restitution and the gains kp, kd are 0, dt 1. `check`
+    prints adam's outputs."""
     module = meta["module"]
     names = sorted(sizes)
     decls = "".join(f"static double in_{n}[K * {sizes[n]}];\n" for n in names)
     placement = meta["frames"][frame]["placement"] if frame else [0.0] * 12
-    shared = ("/* one value for all states: the benchmark frame's placement on its body, damping, restitution, dt */\n"
+    shared = ("/* one value for all states: the benchmark frame's placement on its body, damping, restitution, dt,\n"
+              "   Baumgarte's gains */\n"
               f"static const double shared_placement[12] = {{{', '.join(repr(float(x)) for x in placement)}}};\n"
               "static const double shared_damping[1] = {0.0};\n"
               "static const double shared_restitution[1] = {0.0};\n"
-              "static const double shared_dt[1] = {1.0};\n")
+              "static const double shared_dt[1] = {1.0};\n"
+              "static const double shared_kp[1] = {0.0};\n"
+              "static const double shared_kd[1] = {0.0};\n")
     reads = "".join(f'    if (fread(in_{n}, sizeof(double), K * {sizes[n]}, f) != (size_t)(K * {sizes[n]})) '
                     f'{{ fprintf(stderr, "short read: {n}\\n"); return 2; }}\n' for n in names)
     theirs = side.functions if side else {}

@@ -379,54 +379,6 @@ def test_constrained_inverse_dynamics_inverts_constrained_dynamics(tmp_path):
         module.constrained_inverse_dynamics(q, v, a0, names)
 
 
-def test_loops_and_declared_contacts_in_one_solve(tmp_path):
-    """Contacts declared at build time are held by the closed chain's solves too, their rows
-    after the loops': Solo12 with a loop between two feet and its hind feet in contact equals
-    Pinocchio's constraintDynamics with the same constraints (the loop in LOCAL_WORLD_ALIGNED,
-    the contacts in LOCAL, Baumgarte gains on both; the contacts' reference placements where
-    they are, so that kp acts on the loop alone); project_velocity stops all of them, and
-    constrained inverse dynamics inverts constrained dynamics."""
-    pin = pytest.importorskip("pinocchio")
-    from helpers import robot_path
-    loops, contacts = ["FL_FOOT:FR_FOOT@0,0.3,0"], ["HL_FOOT:3d", "HR_FOOT:3d"]
-    module = rbdgen.build(robot_path("solo12"), out_dir=str(tmp_path), floating_base=True, loops=loops,
-                          contacts=contacts, algorithms=["constrained_dynamics", "project_velocity", "loop_jacobian",
-                                                         "loop_gamma", "contact_jacobian", "contact_gamma", "rnea"])
-    model = rbdgen.load_model(robot_path("solo12"), floating_base=True, loops=loops)
-    pm, constraints = pinocchio_of(model)
-    pd = pm.createData()
-    rng = np.random.default_rng(41)
-    q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
-    v, tau = rng.normal(size=(2, model.nv))
-    pin.forwardKinematics(pm, pd, q)
-    for name in ("HL_FOOT", "HR_FOOT"):
-        f = model.frame(name)
-        at = pin.SE3(np.array(f.placement.E, dtype=float).T, np.array(f.placement.r, dtype=float))
-        constraints.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, f.body + 1, at, pin.WORLD,
-                                                    pd.oMi[f.body + 1] * at, pin.LOCAL))
-    for c in constraints:
-        gains = c.m_baumgarte_parameters
-        gains.Kp, gains.Kd = 5.0, 3.0
-        c.m_baumgarte_parameters = gains
-    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
-    pin.initConstraintDynamics(pm, pd, constraints, datas)
-    qdd, lam, pivots = module.constrained_dynamics(q, v, tau, kp=5.0, kd=3.0)
-    want = pin.constraintDynamics(pm, pd, q, v, tau, constraints, datas, pin.ProximalSettings(1e-14, 0.0, 1))
-    np.testing.assert_allclose(qdd, want, rtol=0, atol=REL_TOL_PINOCCHIO * np.abs(want).max())
-    assert lam.shape == pivots.shape == (9,) and (pivots > 0).all()
-    G = np.vstack([module.loop_jacobian(q), module.contact_jacobian(q)])
-    v_plus, impulses, _ = module.project_velocity(q, v)
-    np.testing.assert_allclose(G @ v_plus, 0, atol=1e-12 * np.abs(v).max())
-    gamma = np.concatenate([module.loop_gamma(q, v_plus), module.contact_gamma(q, v_plus)])
-    a = rng.normal(size=model.nv)
-    a += np.linalg.pinv(G) @ (gamma - G @ a)                  # an acceleration they all allow
-    legs = [j.name for j in model.joints[1:]]
-    tau, lam = module.constrained_inverse_dynamics(q, v_plus, a, legs)
-    np.testing.assert_allclose(tau + G.T @ lam, module.rnea(q, v_plus, a), rtol=0, atol=1e-9 * np.abs(tau).max())
-    np.testing.assert_allclose(module.constrained_dynamics(q, v_plus, tau)[0], a, rtol=0,
-                               atol=1e-8 * max(1, np.abs(a).max()))
-
-
 @pytest.mark.parametrize("mechanism", ["ur5 held at a point", "spatial four-bar"])
 def test_constrained_dynamics_derivatives_equal_pinocchio(mechanism):
     """d q-ddot / d (q, v, tau) and d lambda / d (v, tau) equal Pinocchio's

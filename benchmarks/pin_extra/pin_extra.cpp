@@ -13,25 +13,11 @@
 #include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
+#include "median_ns.hpp"
 using namespace pinocchio;
-
-template <class F> static double median_ns(F f, int calls)
-{
-  std::vector<double> t;
-  for (int r = 0; r < 7; ++r) {
-    auto a = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) f(i);
-    auto b = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::nano>(b - a).count() / calls);
-  }
-  std::sort(t.begin(), t.end());
-  return t[3];
-}
 
 int main(int argc, char **argv)
 {

@@ -17,9 +17,9 @@ are held in the same solve, their rows (frame axes, as contact_dynamics') after 
 acts on their velocity, and they have no residual for Kp.
 """
 
-from ..spatial import sum_terms
+from ..spatial import Force, sum_terms
 from . import constrained, derivatives, mimic
-from .frames import placement_entries
+from .frames import placement_entries, placement_from_entries
 
 REFERENCE = "local_world_aligned"
 
@@ -82,14 +82,20 @@ def constrained_dynamics(model, ops, q, v, tau, *, kp, kd, damping, contacts=())
     nle + G^T lambda and G q-ddot + damping lambda = gamma - kd G v - kp residual, G the loops'
     rows and then those of `contacts`. A pivot that is not positive: the constraints are
     redundant or singular at q (the caller refuses the numbers unless damping > 0)."""
+    G, _, _, target = _target(model, ops, q, v, kp=kp, kd=kd, contacts=contacts)
+    free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
+    qdd, lam, pivots = constrained.kkt_solve(ops, constrained.constraint_space(model, ops, G, q), damping, free, target)
+    return qdd + lam + pivots
+
+
+def _target(model, ops, q, v, *, kp, kd, contacts):
+    """(G, the residual (zero for contacts), the rates G v, the acceleration target gamma - kd G
+    v - kp residual) of the loops and the declared contacts."""
     G = _rows(model, ops, q, contacts)
     residual = loop_residual(model, ops, q) + [0] * sum(c.rows for c in contacts)
     rates = [sum_terms(g * x for g, x in zip(row, v)) for row in G]
     gamma = loop_gamma(model, ops, q, v) + constrained.constraint_drift(model, ops, contacts, q, v)
-    target = [g - kd[0] * r - kp[0] * e for g, r, e in zip(gamma, rates, residual)]
-    free = [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))]
-    qdd, lam, pivots = constrained.kkt_solve(ops, constrained.constraint_space(model, ops, G, q), damping, free, target)
-    return qdd + lam + pivots
+    return G, residual, rates, [g - kd[0] * r - kp[0] * e for g, r, e in zip(gamma, rates, residual)]
 
 
 def project_velocity(model, ops, q, v, *, damping, contacts=()):
@@ -105,16 +111,106 @@ def project_velocity(model, ops, q, v, *, damping, contacts=()):
 DIFFERENTIATED = ("q", "v", "tau", "kp", "kd")
 
 
-def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
-    """d q-ddot / d each of DIFFERENTIATED, then d lambda / d each (q in the tangent space), by
-    forward mode through constrained_dynamics: each an (nv or m) x (nv or 1) block, row-major."""
-    n, m = model.nv, rows(model, contacts)
+def _loop_wrenches(model, ops, q, lam, forces):
+    """`forces` (body coordinates, rnea's f_ext) plus the loops' multipliers as forces: a loop's
+    rows are a force (and for 6d a moment) in world axes at frame a's origin, on frame a's body,
+    and its opposite at frame b's on b's (the world takes none): rnea with them is rnea - G^T
+    lambda. In body coordinates they turn with the bodies, so they are made from q here."""
+    k = 0
+    for loop in model.loops:
+        rows = lam[k:k + constrained.KINDS[loop.kind]]
+        k += len(rows)
+        for (body, entries), sign in zip(_frames(model, loop), (1, -1)):
+            if body < 0:
+                continue
+            R = mimic.frame_placement(model, ops, (body, entries), q)[:9]
+            local = lambda world: [sign * sum_terms(R[3 * i + j] * world[i] for i in range(3)) for j in range(3)]
+            moment = local(rows[3:6]) if loop.kind == "6d" else [0, 0, 0]
+            wrench = placement_from_entries(entries).inv_apply_force(Force(moment, local(rows[:3])))
+            forces[body] = forces[body] + wrench
+    return forces
 
-    def run(model, ops, q, v, tau, gains):
-        return constrained_dynamics(model, ops, q, v, tau, kp=gains[:1], kd=gains[1:], damping=damping,
-                                    contacts=contacts)[:n + m]
-    *blocks, gains = derivatives.derivatives_of(model, ops, run, [("q", q), ("v", v), ("tau", tau),
-                                                                  ("gains", list(kp) + list(kd))],
-                                                ("q", "v", "tau", "gains"))
-    blocks += [[[row[k]] for row in gains] for k in range(2)]   # d/dkp, d/dkd: a column each
+
+def _residuals(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
+    """The constrained dynamics' residuals at (q, v) with q-ddot and lambda held: rnea(q, v,
+    q-ddot) - G^T lambda, then G q-ddot - gamma + kd G v + kp residual (the loops' rows, then
+    the contacts')."""
+    m = rows(model)
+    forces = constrained.contact_wrenches(model, contacts, lam[m:])
+    first = mimic.rnea(model, ops, q, v, qdd, _loop_wrenches(model, ops, q, lam[:m], forces))
+    second, residual = [], loop_residual(model, ops, q)
+    for loop in model.loops:
+        kind = constrained.KINDS[loop.kind]
+        a, b = (mimic.frame_acceleration(model, ops, frame, q, v, qdd, reference=REFERENCE, classical=True)
+                for frame in _frames(model, loop))
+        va, vb = (mimic.frame_velocity(model, ops, frame, q, v, reference=REFERENCE) for frame in _frames(model, loop))
+        second += [x - y + kd[0] * (p - r) for x, y, p, r in zip(a[:kind], b[:kind], va[:kind], vb[:kind])]
+    second = [x + kp[0] * e for x, e in zip(second, residual)]
+    rates = []
+    for c in contacts:
+        rates += constrained._select(c, mimic.frame_velocity(model, ops, (c.body, list(c.placement)), q, v,
+                                                             reference="local"))
+    accelerations = constrained.contact_accelerations(model, ops, contacts, q, v, qdd)
+    return first + second + [x + kd[0] * r for x, r in zip(accelerations, rates)]
+
+
+def _residual_derivatives(model, ops, q, v, **held):
+    """d/dq and d/dv of _residuals, each (nv + m) x nv: forward mode through the residuals
+    alone, G never differentiated (as derivatives.kkt_residual_derivatives)."""
+    return derivatives.derivatives_of(model, ops, lambda m, o, q_, v_: _residuals(m, o, q_, v_, **held),
+                                      [("q", q), ("v", v)], ("q", "v"))
+
+
+def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
+    """d q-ddot / d each of DIFFERENTIATED, then d lambda / d each (q in the tangent space):
+    each an (nv or m) x (nv or 1) block, row-major.
+
+    Differentiating M q-ddot + nle - G^T lambda = tau and G q-ddot + damping lambda = gamma - kd
+    G v - kp residual gives, for each direction, the dynamics' own KKT system,
+        M dq-ddot - G^T dlambda = dtau - d/dx [rnea(q, v, q-ddot) - G^T lambda]
+        G dq-ddot + damping dlambda = -d/dx [G q-ddot - gamma + kd G v + kp residual],
+    with q-ddot and lambda held (_residual_derivatives): the factorizations of M and of the
+    constraints' space serve every column, as in contact_dynamics_derivatives."""
+    n = model.nv
+    G, residual, rates, target = _target(model, ops, q, v, kp=kp, kd=kd, contacts=contacts)
+    space = constrained.constraint_space(model, ops, G, q)
+    qdd, lam, _ = constrained.kkt_solve(ops, space, damping, [t - b for t, b in zip(tau, mimic.nle(model, ops, q, v))],
+                                        target)
+    qdd, lam, m = ops.let("qdd", 0, qdd), ops.let("lam", 0, lam), len(G)
+    dq, dv = _residual_derivatives(model, ops, q, v, qdd=qdd, lam=lam, kp=kp, kd=kd, contacts=contacts)
+    columns = [[([-B[r][c] for r in range(n)], [-B[n + r][c] for r in range(m)]) for c in range(n)] for B in (dq, dv)]
+    columns.append([([1 if r == c else 0 for r in range(n)], [0] * m) for c in range(n)])
+    columns += [[([0] * n, [-e for e in residual])], [([0] * n, [-r for r in rates])]]
+    blocks = []
+    for block in columns:
+        solved = [constrained.kkt_solve(ops, space, damping, r1, r2)[:2] for r1, r2 in block]
+        blocks.append([[solved[c][0][r] for c in range(len(block))] for r in range(n)]
+                      + [[solved[c][1][r] for c in range(len(block))] for r in range(m)])
     return [x for part in (slice(0, n), slice(n, n + m)) for block in blocks for row in block[part] for x in row]
+
+
+def constrained_dynamics_derivatives_factored(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
+    """constrained_dynamics_derivatives without its solves (derivatives.
+    contact_dynamics_derivatives_factored's layout): the right-hand sides, d/dq and d/dv of
+    the residuals in the q-ddot blocks and their second rows negated in the multipliers', -the
+    residual (d/dkp) and -G v (d/dkd) in the multipliers' columns, and the packed factors of
+    the KKT matrix [[-damping, -G], [-G^T, M]] in the d/dtau blocks; the solve after the program
+    scales by -1 (d/dtau: the identity, by 1)."""
+    n = model.nv
+    G, residual, rates, target = _target(model, ops, q, v, kp=kp, kd=kd, contacts=contacts)
+    m = len(G)
+    K, parents = derivatives.kkt_factors(ops, mimic.crba(model, ops, q), G, damping[0],
+                                         mimic.elimination_parents(model))
+    bias = mimic.nle(model, ops, q, v)
+    solution = derivatives.ltdl_solve(ops, K, parents, [-t for t in target] + [t - b for t, b in zip(tau, bias)])
+    lam = [ops.let("lam", 0, x) for x in solution[:m]]
+    qdd = [ops.let("qdd", 0, x) for x in solution[m:]]
+    dq, dv = _residual_derivatives(model, ops, q, v, qdd=qdd, lam=lam, kp=kp, kd=kd, contacts=contacts)
+    packed = derivatives.packed_factors(ops, K, parents, (n + m) * n)
+    square = [packed[r * n:(r + 1) * n] for r in range(n)]
+    below = [packed[n * n + r * n:n * n + (r + 1) * n] for r in range(m)]
+    zero = [[0] for _ in range(n)]
+    blocks = [dq[:n], dv[:n], square, zero, zero,
+              [[-x for x in row] for row in dq[n:]], [[-x for x in row] for row in dv[n:]], below,
+              [[-e] for e in residual], [[-r] for r in rates]]
+    return [x for block in blocks for row in block for x in row]

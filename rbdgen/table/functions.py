@@ -17,6 +17,7 @@ from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
 from .description import ADDED, FORCES, PIVOTS, Overload, block
+from .factored import contact_derivatives_factored, loop_derivatives_factored
 from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
 
@@ -43,23 +44,6 @@ def _analytic(function, **solve):
 _ABA_DERIVATIVE_BLOCKS = dict(
     blocks=lambda m: (Block(0, -1), Block(m.nv * m.nv, -1), Block(2 * m.nv * m.nv, 1, True)),
     factors=lambda m: ((2 * m.nv * m.nv, m.nv * m.nv),))
-
-
-def contact_derivatives_factored(contacts, rows):
-    """contact_dynamics_derivatives' variant whose KKT solves run after the program: the
-    blocks d/dq, d/dv and d/dtau, each q-ddot's n x n with the multipliers' rows x n as its
-    head; the factors of the KKT matrix in the d/dtau block (the identity's)."""
-    def contact_dynamics_derivatives_factored(model, ops, q, v, tau, d):
-        return derivatives.contact_dynamics_derivatives_factored(model, ops, contacts, q, v, tau, damping=d)
-
-    def solve(model):
-        n = model.nv
-        head = 3 * n * n
-        blocks = tuple(Block(k * n * n, 1 if k == 2 else -1, k == 2, head + k * rows * n) for k in range(3))
-        return FactorSolve(tuple(derivatives.kkt_parents(mimic.elimination_parents(model), rows)),
-                           ((2 * n * n, n * n), (head + 2 * rows * n, rows * n)), blocks, rows)
-
-    return Variant(contact_dynamics_derivatives_factored, lambda model: solve(model).fits(), solve=solve)
 
 
 def _fext(model, flat):
@@ -315,7 +299,8 @@ def loop_dynamics(contacts=()):
                                            for x in loops.DIFFERENTIATED)
                      + tuple((f"dlambda_d{x}", (rows(m), m.nv if x in ("q", "v", "tau") else 1))
                              for x in loops.DIFFERENTIATED),
-                     solves=True, needs_loops=True, default=False, costly=True, cost=8),
+                     solves=True, needs_loops=True, default=False, costly=True, cost=8,
+                     variants=(loop_derivatives_factored(contacts),)),
         FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * rows(m),),
                      lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d, contacts=contacts),
                      f"The velocity nearest v in M's metric that the loops{held} allow (G v+ = 0), "
