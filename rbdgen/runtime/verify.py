@@ -167,6 +167,17 @@ def _calls(name, function, args, model, spec, inputs, *, body=None, expected=Non
                     functools.partial(truth, offset=k), functools.partial(condition, offset=k))
 
 
+def judged(model, spec, values, inputs, margin=1.0):
+    """judge() of the values (B, ...) that a program of `spec` gave on verification's states
+    (`inputs`, verification_draws'), within `margin` times less than verify_module allows (the
+    compiled function rounds a little differently from the program run in NumPy). The
+    generator asks before it keeps a variant measured on fewer states."""
+    verdict = judge(next(_calls(spec.name, lambda *args: values, [], model, spec, inputs)), FLOOR / margin)
+    if "truth_error" in verdict:
+        verdict["ok"] = verdict["truth_error"] <= verdict["bound"] / margin
+    return verdict
+
+
 def _flat(result, shape):
     """A function's result as one array of `shape` (a tuple of parts is concatenated)."""
     if isinstance(result, tuple):
