@@ -18,7 +18,7 @@ acts on their velocity, and they have no residual for Kp.
 """
 
 from ..spatial import Force, sum_terms
-from . import constrained, derivatives, mimic
+from . import configuration, constrained, derivatives, mimic
 from .frames import placement_entries, placement_from_entries
 
 REFERENCE = "local_world_aligned"
@@ -96,6 +96,27 @@ def _target(model, ops, q, v, *, kp, kd, contacts):
     rates = [sum_terms(g * x for g, x in zip(row, v)) for row in G]
     gamma = loop_gamma(model, ops, q, v) + constrained.constraint_drift(model, ops, contacts, q, v)
     return G, residual, rates, [g - kd[0] * r - kp[0] * e for g, r, e in zip(gamma, rates, residual)]
+
+
+# A Newton step onto the loops solves with G G^T + mu I, mu this times G G^T's mean diagonal
+# entry: loops closed in a plane have redundant rows (Cassie's legs at their file pose: 10 of
+# 12), which leave G G^T singular while their residual is of second order, so the damped step
+# (Levenberg and Marquardt's) goes where the plain one has no inverse, and the others converge
+# as Newton's.
+STEP_DAMPING = 1e-10
+
+
+def loop_newton_step(model, ops, q):
+    """[q (+) dq (nq), the residual at q]: one Newton step onto the loops, dq = -G^T (G G^T + mu
+    I)^-1 residual, the least-norm step in the tangent space (mu: STEP_DAMPING)."""
+    G, residual = loop_jacobian(model, ops, q), loop_residual(model, ops, q)
+    m = len(G)
+    A = [[sum_terms(G[i][k] * G[j][k] for k in range(model.nv)) for j in range(m)] for i in range(m)]
+    mu = ops.let("mu", "", STEP_DAMPING / m * sum_terms(A[i][i] for i in range(m)))
+    y, _ = constrained.ldl_solve(ops, [[x + (mu if i == j else 0) for j, x in enumerate(row)] for i, row in enumerate(A)],
+                                 residual)
+    dq = [-x for x in constrained.transpose_times(G, y)]
+    return configuration.integrate(model, ops, q, dq, [1]) + residual
 
 
 def project_velocity(model, ops, q, v, *, damping, contacts=()):

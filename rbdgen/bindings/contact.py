@@ -157,20 +157,17 @@ def refuse_redundant(pivots, damping, contacts, what="contacts"):
                          "pass damping > 0 for a damped least-squares solve")
 
 
-def project_configuration(q, residual, jacobian, integrate, *, tol, iterations):
-    """q (one state or a batch) moved onto the loops of a closed chain by Newton's steps: dq =
-    -G^+ residual (the least-norm step in the tangent space, G's singular values below 1e-8 of
-    the largest taken as zero: loops closed in a plane have redundant rows, whose residual is
-    of second order), q <- integrate(q, dq), until every residual is at most `tol`. ValueError
-    when `iterations` steps do not get there."""
+def project_configuration(q, step, *, tol, iterations):
+    """q (one state or a batch) moved onto the loops of a closed chain by Newton's steps
+    (`step`: q -> (the next q, the residual at q), loop_newton_step), until every residual is at
+    most `tol`. ValueError when `iterations` steps do not get there."""
     q = np.array(q, dtype=float)
     for _ in range(iterations + 1):
-        r = residual(q)
-        worst = float(np.abs(r).max(initial=0.0))
+        following, residual = step(q)
+        worst = float(np.abs(residual).max(initial=0.0))
         if worst <= tol:
             return q
-        dq = -(np.linalg.pinv(jacobian(q), rcond=1e-8) @ r[..., None])[..., 0]
-        q = integrate(q, dq)
+        q = following
     raise ValueError(f"project_configuration: the loops' residual is still {worst:.3g} after {iterations} Newton "
                      "steps; start nearer a closed configuration, or allow more iterations")
 

@@ -230,13 +230,11 @@ def contact_inertia(q, contacts=None, params=None, *, out=None, threads=0):
 
 
 def project_configuration(q, tol=1e-9, iterations=20, params=None):
-    """q (or B of them) moved onto the loops of this closed chain: Newton's steps dq = -G^+
-    residual, q <- integrate(q, dq) (loop_residual, loop_jacobian and integrate in C), until
-    every |residual| is at most `tol`; ValueError when `iterations` steps do not get there."""
+    """q (or B of them) moved onto the loops of this closed chain: Newton's steps, each one call
+    of loop_newton_step in C, until every |residual| is at most `tol`; ValueError when
+    `iterations` steps do not get there."""
     keywords = _keywords(params)
-    return _contact.project_configuration(
-        q, lambda x: loop_residual(x, **keywords), lambda x: loop_jacobian(x, **keywords),
-        lambda x, dq: integrate(x, dq, **keywords), tol=tol, iterations=iterations)
+    return _contact.project_configuration(q, lambda x: loop_newton_step(x, **keywords), tol=tol, iterations=iterations)
 
 
 def constrained_inverse_dynamics(q, v, a, actuated, *, params=None, tol=1e-9):
@@ -358,7 +356,7 @@ _AVAILABLE = {
     "impulse_dynamics": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "contact_inertia": _CALL_TIME_CONTACTS or "contact_dynamics" in _NAMES,
     "base_parameters": "base_regressor" in _NAMES,
-    "project_configuration": {"loop_residual", "loop_jacobian", "integrate"} <= _NAMES,
+    "project_configuration": "loop_newton_step" in _NAMES,
     "constrained_inverse_dynamics": {"rnea", "loop_jacobian", "loop_gamma"} <= _NAMES
     and (not contacts or {"contact_jacobian", "contact_gamma"} <= _NAMES),
     "base_parameter_map": "base_regressor" in _NAMES,

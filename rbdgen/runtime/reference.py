@@ -150,9 +150,8 @@ globals().update(_TABLE)
 
 def project_configuration(model, q, tol=1e-9, iterations=20, params=None):
     """q moved onto the loops of a closed chain, as the module's project_configuration."""
-    return _contact.project_configuration(
-        q, lambda x: loop_residual(model, x, params=params), lambda x: loop_jacobian(model, x, params=params),
-        lambda x, dq: integrate(model, x, dq, params=params), tol=tol, iterations=iterations)
+    return _contact.project_configuration(q, lambda x: loop_newton_step(model, x, params=params), tol=tol,
+                                          iterations=iterations)
 
 
 def constrained_inverse_dynamics(model, q, v, a, actuated, *, params=None, tol=1e-9):

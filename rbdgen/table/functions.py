@@ -265,6 +265,11 @@ FUNCTIONS += [
                  "b's (the residual's rate is G v; for 6d rows where the loop is closed).", needs_loops=True),
     FunctionSpec("loop_gamma", ("q", "v"), lambda m: (loops.rows(m),), loops.loop_gamma,
                  "gamma = -G-dot v of the loops: G q-ddot = gamma keeps closed loops closed.", needs_loops=True),
+    FunctionSpec("loop_newton_step", ("q",), lambda m: (m.nq + loops.rows(m),), loops.loop_newton_step,
+                 "One Newton step onto the loops: q (+) dq with dq = -G^T (G G^T + mu I)^-1 residual (the "
+                 "least-norm step, mu tiny: redundant rows), and the residual at q (project_configuration "
+                 "repeats it).", parts=lambda m: (("q_next", (m.nq,)), ("residual", (loops.rows(m),))),
+                 needs_loops=True),
 ]
 
 
