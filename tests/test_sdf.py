@@ -6,6 +6,7 @@ one-line refusals."""
 
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -217,3 +218,19 @@ def test_rbdgen_info_reports_the_loops():
     refused = subprocess.run([sys.executable, "-m", "rbdgen.cli", "info", cassie_path(), "--floating-base"],
                              capture_output=True, text=True)
     assert refused.returncode != 0 and "floats unless a joint attaches it to the world" in refused.stderr
+
+
+def test_hostile_loops_are_one_line(tmp_path):
+    """A loop joint whose parent is not a link is refused naming both; a link in a loop that
+    moves no mass or inertia leaves M singular: the functions that solve with M are left out
+    of the default build, and named they are refused naming the joint."""
+    with pytest.raises(ModelError, match="joint 'close': parent 'nowhere' is not a link"):
+        model_from_sdf(four_bar().replace("<parent>coupler</parent>", "<parent>nowhere</parent>"))
+    massless = re.sub(r'(<link name="rocker"><pose>[^<]*</pose>)<inertial>.*?</inertial>',
+                      r'\1<inertial><mass>0</mass>' + INERTIA.format(0, 0, 0, 0) + '</inertial>', four_bar())
+    path = tmp_path / "massless.sdf"
+    path.write_text(massless)
+    assert model_from_sdf(massless).massless_joints()
+    with pytest.raises(ModelError, match="joint 'rocker_joint' moves no mass or inertia") as info:
+        rbdgen.build(str(path), out_dir=str(tmp_path), algorithms=["constrained_dynamics"])
+    assert "\n" not in str(info.value)
