@@ -12,6 +12,7 @@ from rbdgen import reference
 from rbdgen.model.sdf import model_from_sdf
 from rbdgen.runtime.pinocchio_bridge import pinocchio_of
 from rbdgen.table.functions import select
+from test_lanes import python_calls_in
 from test_sdf import INERTIA, cassie_path
 
 REL_TOL_PINOCCHIO = 1e-9      # the same solve in another order
@@ -187,14 +188,32 @@ def test_a_generated_closed_chain_module(four_bar_module):
         want = reference.constrained_dynamics(model, Q[k], V[k], TAU[k], kp=4.0, kd=2.0)
         np.testing.assert_allclose(qdd[k], want[0], rtol=0, atol=1e-10 * max(1, np.abs(want[0]).max()))
         np.testing.assert_allclose(module.loop_jacobian(Q[k]), reference.loop_jacobian(model, Q[k]), rtol=0, atol=1e-12)
-    by_keyword = module.constrained_dynamics(Q[0], V[0], TAU[0], kp=4, kd=2)   # (ints, the damping left out)
+    # the C entry point takes settings by keyword (ints too) or left out, a single state or a batch
+    by_keyword = python_calls_in(lambda: module.constrained_dynamics(Q[0], V[0], TAU[0], kp=4, kd=2))
     for got, want in zip(by_keyword, module.constrained_dynamics(Q[0], V[0], TAU[0], 4.0, 2.0, 0.0)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(by_keyword[0], qdd[0])
+    np.testing.assert_array_equal(python_calls_in(lambda: module.constrained_dynamics(Q, V, TAU, kp=4.0, kd=2.0))[0], qdd)
+    python_calls_in(lambda: module.integrate(Q[0], V[0]))
+    with pytest.raises(TypeError, match="multiple values for argument 'kp'"):
+        module.constrained_dynamics(Q[0], V[0], TAU[0], 4.0, kp=2.0)
+    with pytest.raises(TypeError, match="kp: expected real numbers"):
+        module.constrained_dynamics(Q[0], V[0], TAU[0], kp=True)
     near = module.project_configuration(0.02 * np.random.default_rng(12).normal(size=(5, 3)))   # a batch
     assert np.abs(module.loop_residual(near)).max() <= 1e-9
     v_plus, _, _ = module.project_velocity(near, V[:1].repeat(5, axis=0), 0.0)
     assert np.abs(np.einsum("bij,bj->bi", module.loop_jacobian(near), v_plus)).max() <= 1e-9
+
+
+def test_a_newton_step_is_the_least_norm_step(four_bar_module):
+    """loop_newton_step's dq is -G^+ residual (its damping is 1e-14 of G G^T's scale)."""
+    module, model, _, _, _ = four_bar_module
+    q = 0.05 * np.random.default_rng(14).normal(size=3)
+    following, residual = module.loop_newton_step(q)
+    G = reference.loop_jacobian(model, q)
+    np.testing.assert_allclose(residual, reference.loop_residual(model, q), rtol=0, atol=1e-15)
+    want = -np.linalg.pinv(G) @ residual
+    np.testing.assert_allclose(reference.difference(model, q, following), want, rtol=0, atol=1e-10 * np.abs(want).max())
 
 
 def test_a_closed_chain_through_casadi(four_bar_module):

@@ -85,6 +85,14 @@ def contact_accelerations(model, ops, contacts, q, v, a):
     return accelerations
 
 
+def contact_velocities(model, ops, contacts, q, v):
+    """G v: the contacts' rows of their frames' velocities (local, at the contact point)."""
+    velocities = []
+    for c in contacts:
+        velocities += _select(c, mimic.frame_velocity(model, ops, (c.body, list(c.placement)), q, v, reference="local"))
+    return velocities
+
+
 def contact_wrenches(model, contacts, lam):
     """The multipliers lambda as forces on the bodies (body coordinates, rnea's f_ext): rnea
     with them is rnea - G^T lambda. A contact's rows are a wrench at its frame in frame axes

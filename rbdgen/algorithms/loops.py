@@ -9,12 +9,13 @@ frames agree, and the rotation vector to first order) for "6d"; the Jacobian G i
 rows of the local_world_aligned frame Jacobian minus frame b's (the residual's rate is G v,
 for 6d rows where the loop is closed); gamma = -G-dot v is minus the difference of the frames'
 classical accelerations at zero joint acceleration. (Pinocchio's 6D drift in LOCAL_WORLD_ALIGNED
-is another quantity off the closed set: the two agree where a 6d loop is closed.) project_velocity removes the velocity the loops do not allow (an impulse with
-no restitution). Constrained dynamics solves M q-ddot = tau - nle + G^T lambda with
-G q-ddot = gamma - Kd G v - Kp residual (Baumgarte's stabilization) by the range-space KKT
-solve of the declared contacts (rbdgen.algorithms.constrained). Contacts declared at build time
-are held in the same solve, their rows (frame axes, as contact_dynamics') after the loops': Kd
-acts on their velocity, and they have no residual for Kp.
+is another quantity off the closed set: the two agree where a 6d loop is closed.)
+project_velocity removes the velocity the loops do not allow (an impulse with no restitution).
+Constrained dynamics solves M q-ddot = tau - nle + G^T lambda with G q-ddot = gamma - Kd G v -
+Kp residual (Baumgarte's stabilization) by the range-space KKT solve of the declared contacts
+(rbdgen.algorithms.constrained). Contacts declared at build time are held in the same solve,
+their rows (frame axes, as contact_dynamics') after the loops': Kd acts on their velocity, and
+they have no residual for Kp.
 """
 
 from ..spatial import Force, sum_terms
@@ -38,7 +39,7 @@ def _frames(model, loop):
     return ends
 
 
-def _rows(model, ops, q, contacts):
+def _constraint_jacobian(model, ops, q, contacts):
     """G: the loops' rows, then those of the declared `contacts`."""
     return loop_jacobian(model, ops, q) + constrained.constraint_rows(model, ops, contacts, q)
 
@@ -91,7 +92,7 @@ def constrained_dynamics(model, ops, q, v, tau, *, kp, kd, damping, contacts=())
 def _target(model, ops, q, v, *, kp, kd, contacts):
     """(G, the residual (zero for contacts), the rates G v, the acceleration target gamma - kd G
     v - kp residual) of the loops and the declared contacts."""
-    G = _rows(model, ops, q, contacts)
+    G = _constraint_jacobian(model, ops, q, contacts)
     residual = loop_residual(model, ops, q) + [0] * sum(c.rows for c in contacts)
     rates = [sum_terms(g * x for g, x in zip(row, v)) for row in G]
     gamma = loop_gamma(model, ops, q, v) + constrained.constraint_drift(model, ops, contacts, q, v)
@@ -103,7 +104,7 @@ def _target(model, ops, q, v, *, kp, kd, contacts):
 # 12), which leave G G^T singular while their residual is of second order, so the damped step
 # (Levenberg and Marquardt's) goes where the plain one has no inverse, and the others converge
 # as Newton's.
-STEP_DAMPING = 1e-10
+STEP_DAMPING = 1e-14
 
 
 def loop_newton_step(model, ops, q):
@@ -113,8 +114,8 @@ def loop_newton_step(model, ops, q):
     m = len(G)
     A = [[sum_terms(G[i][k] * G[j][k] for k in range(model.nv)) for j in range(m)] for i in range(m)]
     mu = ops.let("mu", "", STEP_DAMPING / m * sum_terms(A[i][i] for i in range(m)))
-    y, _ = constrained.ldl_solve(ops, [[x + (mu if i == j else 0) for j, x in enumerate(row)] for i, row in enumerate(A)],
-                                 residual)
+    damped = [[x + (mu if i == j else 0) for j, x in enumerate(row)] for i, row in enumerate(A)]
+    y, _ = constrained.ldl_solve(ops, damped, residual)
     dq = [-x for x in constrained.transpose_times(G, y)]
     return configuration.integrate(model, ops, q, dq, [1]) + residual
 
@@ -122,7 +123,7 @@ def loop_newton_step(model, ops, q):
 def project_velocity(model, ops, q, v, *, damping, contacts=()):
     """[v+ (nv), impulses (m), pivots (m)]: the velocity nearest v in M's metric with G v+ = 0
     (the loops' rates zero, and `contacts` still), M (v+ - v) = G^T impulses."""
-    G = _rows(model, ops, q, contacts)
+    G = _constraint_jacobian(model, ops, q, contacts)
     v_plus, impulses, pivots = constrained.impulse_solve(ops, constrained.constraint_space(model, ops, G, q), v,
                                                          restitution=[0], damping=damping)
     return v_plus + impulses + pivots
@@ -139,15 +140,15 @@ def _loop_wrenches(model, ops, q, lam, forces):
     lambda. In body coordinates they turn with the bodies, so they are made from q here."""
     k = 0
     for loop in model.loops:
-        rows = lam[k:k + constrained.KINDS[loop.kind]]
-        k += len(rows)
+        multipliers = lam[k:k + constrained.KINDS[loop.kind]]
+        k += len(multipliers)
         for (body, entries), sign in zip(_frames(model, loop), (1, -1)):
             if body < 0:
                 continue
             R = mimic.frame_placement(model, ops, (body, entries), q)[:9]
             local = lambda world: [sign * sum_terms(R[3 * i + j] * world[i] for i in range(3)) for j in range(3)]
-            moment = local(rows[3:6]) if loop.kind == "6d" else [0, 0, 0]
-            wrench = placement_from_entries(entries).inv_apply_force(Force(moment, local(rows[:3])))
+            moment = local(multipliers[3:6]) if loop.kind == "6d" else [0, 0, 0]
+            wrench = placement_from_entries(entries).inv_apply_force(Force(moment, local(multipliers[:3])))
             forces[body] = forces[body] + wrench
     return forces
 
@@ -167,11 +168,8 @@ def _residuals(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
         va, vb = (mimic.frame_velocity(model, ops, frame, q, v, reference=REFERENCE) for frame in _frames(model, loop))
         second += [x - y + kd[0] * (p - r) for x, y, p, r in zip(a[:kind], b[:kind], va[:kind], vb[:kind])]
     second = [x + kp[0] * e for x, e in zip(second, residual)]
-    rates = []
-    for c in contacts:
-        rates += constrained._select(c, mimic.frame_velocity(model, ops, (c.body, list(c.placement)), q, v,
-                                                             reference="local"))
     accelerations = constrained.contact_accelerations(model, ops, contacts, q, v, qdd)
+    rates = constrained.contact_velocities(model, ops, contacts, q, v)
     return first + second + [x + kd[0] * r for x, r in zip(accelerations, rates)]
 
 

@@ -15,7 +15,8 @@ static const double *vector_of(PyObject *obj, Py_ssize_t n)
 }
 
 /* 1 and *x when `obj` is a number as the common call takes one (dt, damping, kp): a float, or
-   an int that a double holds (not a bool); else 0. */
+   an int (not a bool), rounded to a double as Python rounds it; else 0 (an int beyond a
+   double's range: the Python function says so). */
 static int number_of(PyObject *obj, double *x)
 {
     if (PyFloat_Check(obj)) {

@@ -3,9 +3,10 @@
 
    cffi asks for one buffer per argument, which made a call from Python slower than
    Pinocchio's (docs/performance.md, calls from Python). Four entry points take the common call
-   (float64 C-contiguous vectors of the right length, a float for a parameter such as dt, a
-   frame by name, an out= the Python function would take) straight from the vectorcall: `call`
-   (every function of states, and its common batch: B x n float64 arrays, threads=),
+   (float64 C-contiguous vectors of the right length, a float or an int for a parameter such as
+   dt, left out or given by name when it has a default, a frame by name, an out= the Python
+   function would take) straight from the vectorcall: `call` (every function of states, and its
+   common batch: B x n float64 arrays, threads=),
    `call_frame`, `call_point` and `call_declared`. Any other call goes to the Python function
    given at creation, which converts, batches and raises the errors. Arrays are read and made
    through NumPy's C interface (a result one allocation, its parts views); every generated
@@ -100,7 +101,7 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     long sizes[RBDGEN_MAX_INPUTS];
     PyObject *flat;
     for (int i = 0; i < c->n_in; ++i) {
-        if (c->shared_in[i] && number_of(args[i], &numbers[i])) {
+        if (c->shared_in[i] && c->size_in[i] == 1 && number_of(args[i], &numbers[i])) {
             in[i] = &numbers[i];
         } else if (c->shared_in[i] || (in[i] = rows_of(args[i], c->size_in[i], &count)) == NULL) {
             return NULL;
@@ -122,10 +123,11 @@ static PyObject *call_batch(const function_t *f, PyObject *const *args, PyObject
     return result_of(flat, f->nparts, f->start, f->ndim, f->shape, count);
 }
 
-/* A function of states given its inputs as positions (`args`, n of them): the common call
-   (float64 C-contiguous vectors of the right length, a float for a parameter such as dt;
-   out= as the Python function takes it) and the common batch (call_batch). NULL without an
-   exception for any other call (the Python function converts, and raises the errors). */
+/* A function of states given its inputs as positions (`args`, n of them, call's defaults and
+   keywords already in place): the common call (float64 C-contiguous vectors of the right
+   length, a float or an int for a parameter such as dt; out= as the Python function takes it)
+   and the common batch (call_batch). NULL without an exception for any other call (the Python
+   function converts, and raises the errors). */
 static PyObject *call_given(const function_t *f, PyObject *const *args, PyObject *given, int threads,
                              PyObject *params)
 {
@@ -146,7 +148,7 @@ static PyObject *call_given(const function_t *f, PyObject *const *args, PyObject
     if (given != NULL && f->scalar)
         return NULL;
     for (int i = 0; i < n; ++i) {
-        if (c->shared_in[i] && number_of(args[i], &numbers[i])) {
+        if (c->shared_in[i] && c->size_in[i] == 1 && number_of(args[i], &numbers[i])) {
             in[i] = &numbers[i];
         } else if ((in[i] = vector_of(args[i], c->size_in[i])) == NULL) {
             return NULL;

@@ -103,11 +103,16 @@ def _generate_program(model, spec, cse, choice, machine):
     # aba_parameter_derivatives)
     kept = (min(accurate, key=lambda m: m[1].counts["cost"]) if accurate
             else min(measured, key=lambda m: (m[2], m[1].counts["cost"])))
-    unverified = None
-    if kept[0] is not own and not _verifies(model, spec, kept[1]):
-        unverified = _algorithm_name(kept[0], spec)
-        # it kept its digits on ACCURACY_STATES but not on a state verification will try: the
-        # table's algorithm, which is the reference's (the spatial four-bar's rnea_derivatives)
+    # a variant kept its digits on ACCURACY_STATES but may not on a state verification will try
+    # (the spatial four-bar's analytic rnea_derivatives): the next accurate one, else the table's
+    # algorithm, which is the reference's
+    unverified = []
+    for candidate in sorted(accurate, key=lambda m: m[1].counts["cost"]) if accurate else [kept]:
+        if candidate[0] is own or _verifies(model, spec, candidate[1]):
+            kept = candidate
+            break
+        unverified.append(_algorithm_name(candidate[0], spec))
+    else:
         if not any(m[0] is own for m in measured):
             program = program_of(own)
             measured.append((own, program, yardstick.error(evaluate(program, states))))
@@ -196,7 +201,7 @@ def describe_choice(name, choice):
         return f"{c['operations']} operations" + (f", cost {c['cost']:.0f}" if c["cost"] != c["operations"] else "")
 
     others = [f"{algorithm} {size(c)}, error {c['error']:.1e}"
-              + (" (over the budget on a state verification tries)" if algorithm == choice.get("unverified") else "")
+              + (" (over the budget on a state verification tries)" if algorithm in choice.get("unverified", ()) else "")
               for algorithm, c in choice["candidates"].items() if algorithm != choice["kept"]]
     kept = choice["candidates"][choice["kept"]]
     within = (f"within {choice['budget']:.1e} / {SELECTION_MARGIN}" if choice["error"] <= choice["budget"] / SELECTION_MARGIN

@@ -279,13 +279,13 @@ def loop_dynamics(contacts=()):
     model with loops only."""
     contacts = tuple(contacts)
     rows = lambda m: loops.rows(m, contacts)
-    held = " and the declared contacts" if contacts else ""
+    and_contacts = " and the declared contacts" if contacts else ""
     return [
         FunctionSpec("constrained_dynamics", ("q", "v", "tau", "kp", "kd", "damping"),
                      lambda m: (m.nv + 2 * rows(m),),
                      lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics(m, ops, q, v, tau, kp=kp, kd=kd,
                                                                                      damping=d, contacts=contacts),
-                     f"Forward dynamics of the closed chain: q-ddot, the multipliers lambda of the loops{held} "
+                     f"Forward dynamics of the closed chain: q-ddot, the multipliers lambda of the loops{and_contacts} "
                      "(M q-ddot = tau - nle + G^T lambda) and the pivots of G M^-1 G^T + damping, with G q-ddot = "
                      "gamma - kd G v - kp residual (Baumgarte); damping > 0 regularizes redundant constraints.",
                      parts=lambda m: (("qdd", (m.nv,)), ("multipliers", (rows(m),)), ("pivots", (rows(m),))),
@@ -308,7 +308,7 @@ def loop_dynamics(contacts=()):
                      variants=(loop_derivatives_factored(contacts),)),
         FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * rows(m),),
                      lambda m, ops, q, v, d: loops.project_velocity(m, ops, q, v, damping=d, contacts=contacts),
-                     f"The velocity nearest v in M's metric that the loops{held} allow (G v+ = 0), "
+                     f"The velocity nearest v in M's metric that the loops{and_contacts} allow (G v+ = 0), "
                      "the impulses (M (v+ - v) = G^T impulses) and the pivots of G M^-1 G^T + damping: for initial "
                      "states.",
                      parts=lambda m: (("v_plus", (m.nv,)), ("impulses", (rows(m),)), ("pivots", (rows(m),))),
