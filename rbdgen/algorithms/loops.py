@@ -19,7 +19,7 @@ they have no residual for Kp.
 """
 
 from ..spatial import Force, sum_terms
-from . import configuration, constrained, derivatives, mimic
+from . import configuration, constrained, constraint_forces, derivatives, mimic, rnea_derivatives
 from .frames import placement_entries, placement_from_entries
 
 REFERENCE = "local_world_aligned"
@@ -153,13 +153,14 @@ def _loop_wrenches(model, ops, q, lam, forces):
     return forces
 
 
-def _residuals(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
-    """The constrained dynamics' residuals at (q, v) with q-ddot and lambda held: rnea(q, v,
-    q-ddot) - G^T lambda, then G q-ddot - gamma + kd G v + kp residual (the loops' rows, then
-    the contacts')."""
-    m = rows(model)
-    forces = constrained.contact_wrenches(model, contacts, lam[m:])
-    first = mimic.rnea(model, ops, q, v, qdd, _loop_wrenches(model, ops, q, lam[:m], forces))
+def _first_residuals(model, ops, q, v, *, qdd, lam, contacts):
+    """rnea(q, v, q-ddot) - G^T lambda, q-ddot and lambda held."""
+    forces = constrained.contact_wrenches(model, contacts, lam[rows(model):])
+    return mimic.rnea(model, ops, q, v, qdd, _loop_wrenches(model, ops, q, lam[:rows(model)], forces))
+
+
+def _second_residuals(model, ops, q, v, *, qdd, kp, kd, contacts):
+    """G q-ddot - gamma + kd G v + kp residual (the loops' rows, then the contacts'), q-ddot held."""
     second, residual = [], loop_residual(model, ops, q)
     for loop in model.loops:
         kind = constrained.KINDS[loop.kind]
@@ -170,14 +171,50 @@ def _residuals(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
     second = [x + kp[0] * e for x, e in zip(second, residual)]
     accelerations = constrained.contact_accelerations(model, ops, contacts, q, v, qdd)
     rates = constrained.contact_velocities(model, ops, contacts, q, v)
-    return first + second + [x + kd[0] * r for x, r in zip(accelerations, rates)]
+    return second + [x + kd[0] * r for x, r in zip(accelerations, rates)]
 
 
-def _residual_derivatives(model, ops, q, v, **held):
-    """d/dq and d/dv of _residuals, each (nv + m) x nv: forward mode through the residuals
-    alone, G never differentiated (as derivatives.kkt_residual_derivatives)."""
-    return derivatives.derivatives_of(model, ops, lambda m, o, q_, v_: _residuals(m, o, q_, v_, **held),
-                                      [("q", q), ("v", v)], ("q", "v"))
+def _applied(model, ops, q, lam, contacts):
+    """The multipliers as forces on the bodies (constraint_forces.Applied): a loop's in world
+    axes at frame a's origin and opposite at frame b's, fixed in the world; a contact's in its
+    frame's axes at its point, fixed in its body."""
+    applied = [constraint_forces.Applied() for _ in model.parent]
+    k = 0
+    for loop in model.loops:
+        multipliers = lam[k:k + constrained.KINDS[loop.kind]]
+        k += len(multipliers)
+        for (body, entries), sign in zip(_frames(model, loop), (1, -1)):
+            if body >= 0:
+                point = mimic.frame_placement(model, ops, (body, entries), q)[9:]
+                moment = [sign * x for x in multipliers[3:6]] if loop.kind == "6d" else [0, 0, 0]
+                applied[body].add(point, [sign * x for x in multipliers[:3]], moment, world_fixed=True)
+    for c in contacts:
+        rows_c = lam[k:k + c.rows]
+        k += c.rows
+        placement = mimic.frame_placement(model, ops, (c.body, list(c.placement)), q)
+        turn = lambda local: [sum_terms(placement[3 * i + j] * local[j] for j in range(3)) for i in range(3)]
+        force = rows_c[:3] if c.kind != "1d" else [n * rows_c[0] for n in c.normal]
+        moment = turn(rows_c[3:6]) if c.kind == "6d" else [0, 0, 0]
+        applied[c.body].add(placement[9:], turn(force), moment, world_fixed=False)
+    return applied
+
+
+def _residual_derivatives(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
+    """d/dq and d/dv of the residuals (_first_residuals, then _second_residuals), each (nv + m) x
+    nv, G never differentiated (as derivatives.kkt_residual_derivatives). The first rows are
+    rnea's analytic derivatives less those of G^T lambda (constraint_forces), where they apply;
+    the second, and the first otherwise, by forward mode through the residuals alone."""
+    second = dict(qdd=qdd, kp=kp, kd=kd, contacts=contacts)
+    if model.has_mimic or not rnea_derivatives.applies(model):
+        both = lambda m, o, q_, v_: (_first_residuals(m, o, q_, v_, qdd=qdd, lam=lam, contacts=contacts)
+                                     + _second_residuals(m, o, q_, v_, **second))
+        return derivatives.derivatives_of(model, ops, both, [("q", q), ("v", v)], ("q", "v"))
+    dq, dv = rnea_derivatives.analytic_rnea_derivatives(model, ops, q, v, qdd)
+    axes, _ = mimic.joint_jacobians(model, ops, q)
+    D = constraint_forces.force_derivatives(model, ops, axes, _applied(model, ops, q, lam, contacts))
+    dq2, dv2 = derivatives.derivatives_of(model, ops, lambda m, o, q_, v_: _second_residuals(m, o, q_, v_, **second),
+                                          [("q", q), ("v", v)], ("q", "v"))
+    return [[x - y for x, y in zip(a, b)] for a, b in zip(dq, D)] + dq2, dv + dv2
 
 
 def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
