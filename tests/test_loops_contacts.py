@@ -132,3 +132,24 @@ def test_constraint_forces_derivatives_equal_forward_mode(monkeypatch):
     monkeypatch.setattr(rnea_derivatives, "applies", lambda model: False)
     forward = np.array(loops._residual_derivatives(model, OPS, list(q), list(v), **held), dtype=float)
     np.testing.assert_allclose(analytic, forward, rtol=0, atol=1e-12 * np.abs(forward).max())
+
+
+@pytest.mark.parametrize("robot, loop, floating", [("solo12", "FL_FOOT:FR_FOOT@0,0.3,0", True),
+                                                   ("ur5", "tool0@0,0,0.1:world@0.3,0.2,0.5", False)])
+def test_point_derivatives_equal_forward_mode(monkeypatch, robot, loop, floating):
+    """With 3d loops only, the second residuals' derivatives come from the points' analytic
+    motion derivatives (point_derivatives): equal to forward mode, on a floating base and on
+    a loop closed on the world."""
+    from rbdgen.algorithms import rnea_derivatives
+    model = rbdgen.load_model(robot_path(robot), floating_base=floating, loops=[loop])
+    rng = np.random.default_rng(8)
+    q0 = np.zeros(model.nq)
+    if floating:
+        q0[6] = 1.0
+    q = reference.integrate(model, q0, 0.3 * rng.normal(size=model.nv))
+    v, qdd = rng.normal(size=(2, model.nv))
+    held = dict(qdd=list(qdd), lam=list(rng.normal(size=3)), kp=[1.5], kd=[2.5], contacts=())
+    analytic = np.array(loops._residual_derivatives(model, OPS, list(q), list(v), **held), dtype=float)
+    monkeypatch.setattr(rnea_derivatives, "applies", lambda model: False)
+    forward = np.array(loops._residual_derivatives(model, OPS, list(q), list(v), **held), dtype=float)
+    np.testing.assert_allclose(analytic, forward, rtol=0, atol=1e-12 * np.abs(forward).max())

@@ -19,7 +19,7 @@ they have no residual for Kp.
 """
 
 from ..spatial import Force, sum_terms
-from . import configuration, constrained, constraint_forces, derivatives, mimic, rnea_derivatives
+from . import configuration, constrained, constraint_forces, derivatives, mimic, point_derivatives, rnea_derivatives
 from .frames import placement_entries, placement_from_entries
 
 REFERENCE = "local_world_aligned"
@@ -201,9 +201,10 @@ def _applied(model, ops, q, lam, contacts):
 
 def _residual_derivatives(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
     """d/dq and d/dv of the residuals (_first_residuals, then _second_residuals), each (nv + m) x
-    nv, G never differentiated (as derivatives.kkt_residual_derivatives). The first rows are
-    rnea's analytic derivatives less those of G^T lambda (constraint_forces), where they apply;
-    the second, and the first otherwise, by forward mode through the residuals alone."""
+    nv, G never differentiated (as derivatives.kkt_residual_derivatives). Where rnea's analytic
+    derivatives apply, the first rows are theirs less those of G^T lambda (constraint_forces),
+    and with 3d loops alone the second come from the points' motion (point_derivatives);
+    otherwise forward mode through the residuals alone."""
     second = dict(qdd=qdd, kp=kp, kd=kd, contacts=contacts)
     if model.has_mimic or not rnea_derivatives.applies(model):
         both = lambda m, o, q_, v_: (_first_residuals(m, o, q_, v_, qdd=qdd, lam=lam, contacts=contacts)
@@ -212,9 +213,26 @@ def _residual_derivatives(model, ops, q, v, *, qdd, lam, kp, kd, contacts):
     dq, dv = rnea_derivatives.analytic_rnea_derivatives(model, ops, q, v, qdd)
     axes, _ = mimic.joint_jacobians(model, ops, q)
     D = constraint_forces.force_derivatives(model, ops, axes, _applied(model, ops, q, lam, contacts))
-    dq2, dv2 = derivatives.derivatives_of(model, ops, lambda m, o, q_, v_: _second_residuals(m, o, q_, v_, **second),
-                                          [("q", q), ("v", v)], ("q", "v"))
+    if contacts or any(loop.kind != "3d" for loop in model.loops):
+        rows_of = lambda m, o, q_, v_: _second_residuals(m, o, q_, v_, **second)
+        dq2, dv2 = derivatives.derivatives_of(model, ops, rows_of, [("q", q), ("v", v)], ("q", "v"))
+    else:
+        dq2, dv2 = _point_loop_derivatives(model, ops, q, v, qdd=qdd, kp=kp, kd=kd)
     return [[x - y for x, y in zip(a, b)] for a, b in zip(dq, D)] + dq2, dv + dv2
+
+
+def _point_loop_derivatives(model, ops, q, v, *, qdd, kp, kd):
+    """d/dq and d/dv of _second_residuals for 3d loops (points held together): from the
+    points' analytic motion derivatives (point_derivatives), the rows of frame a less frame b's."""
+    ends = [(body, entries[9:]) for loop in model.loops for body, entries in _frames(model, loop)]
+    motion = point_derivatives.point_motion_derivatives(model, ops, q, v, qdd, ends)
+    dq, dv = [], []
+    for a, b in zip(motion[0::2], motion[1::2]):
+        difference = lambda block: [[x - y for x, y in zip(a[block][k], b[block][k])] for k in range(model.nv)]
+        acc_q, acc_v, vel_q, vel_v, pos_q = (difference(block) for block in range(5))
+        dq += [[acc_q[k][r] + kd[0] * vel_q[k][r] + kp[0] * pos_q[k][r] for k in range(model.nv)] for r in range(3)]
+        dv += [[acc_v[k][r] + kd[0] * vel_v[k][r] for k in range(model.nv)] for r in range(3)]
+    return dq, dv
 
 
 def constrained_dynamics_derivatives(model, ops, q, v, tau, *, kp, kd, damping, contacts=()):
