@@ -228,6 +228,16 @@ def test_a_closed_chain_through_casadi(four_bar_module):
     np.testing.assert_allclose(J[0].full(), D[0], rtol=0, atol=1e-12)   # d q-ddot / dq
 
 
+def test_a_closed_chain_through_torch(four_bar_module):
+    """PyTorch's op: the module's numbers, and gradients from the generated derivatives."""
+    torch = pytest.importorskip("torch")
+    module, _, (Q, V, TAU), qdd, _ = four_bar_module
+    op = module.torch("constrained_dynamics")
+    np.testing.assert_array_equal(op(*(torch.tensor(x) for x in (Q, V, TAU)), kp=4.0, kd=2.0)[0].numpy(), qdd)
+    states = tuple(torch.tensor(x[:1], requires_grad=True) for x in (Q, V, TAU))
+    assert torch.autograd.gradcheck(lambda q, v, tau: op(q, v, tau, kp=4.0, kd=2.0)[0], states)
+
+
 def test_a_closed_chain_through_jax(four_bar_module):
     """JAX under jit, and jacfwd through the generated derivatives."""
     jax = pytest.importorskip("jax")
