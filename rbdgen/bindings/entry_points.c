@@ -24,15 +24,26 @@ static PyObject *frame_rows;    /* frame name -> row of frame_body and frame_pla
 
 #include "rbdgen_arrays.c"
 
-/* The keywords the entry points take: out= (into *given; None leaves it NULL), when `threads`
-   is not NULL threads= (into *threads: an int from 0 to 256, which the Python function accepts
-   on any machine; 0 when not given), when `params` is not NULL params= (None leaves it NULL),
-   when `f` is not NULL an input of f's after the positional ones by its name (into full[], a
-   borrowed reference). 1 when kwnames holds only those, 0 for any other keyword or value (to
-   the Python function). */
-static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given, int *threads,
-                    PyObject **params, const function_t *f, PyObject **full)
+/* Where a call's keywords go, and which it takes: out= always (into *given; None leaves it
+   NULL); threads= when `threads` is not NULL (an int from 0 to 256, which the Python function
+   accepts on any machine; 0 when not given); params= when `params` is not NULL (None leaves it
+   NULL); when `f` is not NULL an input of f's after the positional ones, by its name (into
+   full[], a borrowed reference). */
+typedef struct {
+    PyObject **given;
+    int *threads;
+    PyObject **params;
+    const function_t *f;
+    PyObject **full;
+} keywords_t;
+
+/* 1 when kwnames holds only keywords `into` takes (stored there), 0 for any other keyword or
+   value (to the Python function). */
+static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, keywords_t into)
 {
+    PyObject **given = into.given, **params = into.params, **full = into.full;
+    int *threads = into.threads;
+    const function_t *f = into.f;
     if (threads != NULL)
         *threads = 0;
     if (params != NULL)
@@ -68,7 +79,7 @@ static int keywords(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, 
 
 static int only_out(PyObject *kwnames, PyObject *const *args, Py_ssize_t nargs, PyObject **given)
 {
-    return keywords(kwnames, args, nargs, given, NULL, NULL, NULL, NULL);
+    return keywords(kwnames, args, nargs, (keywords_t){ .given = given });
 }
 
 /* Whether each of `count` states' pivots of G M^-1 G^T (a contact or loop solve's last part) are
@@ -197,7 +208,8 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     PyObject *given = NULL, *params = NULL, *result = NULL;
     int threads, ok = 1;
     const int n = f->c->n_in - f->nominal;
-    if (nargs > n || !keywords(kwnames, args, nargs, &given, &threads, f->nominal ? &params : NULL, f, full))
+    if (nargs > n || !keywords(kwnames, args, nargs, (keywords_t){ .given = &given, .threads = &threads,
+                                   .params = f->nominal ? &params : NULL, .f = f, .full = full }))
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     for (int i = 0; i < n && ok; ++i)
         if (i < nargs)
@@ -278,7 +290,8 @@ static PyObject *call_frame(PyObject *self, PyObject *const *args, Py_ssize_t na
     int threads;
     PyObject *given = NULL, *flat, *batch;
     if (nargs < f->nstates + 1 || nargs > f->nstates + 1 + f->takes_reference
-            || !keywords(kwnames, args, nargs, &given, &threads, NULL, NULL, NULL) || (j = frame_row(args[f->nstates])) < 0)
+            || !keywords(kwnames, args, nargs, (keywords_t){ .given = &given, .threads = &threads })
+            || (j = frame_row(args[f->nstates])) < 0)
         return PyObject_Vectorcall(fallback, args, nargs, kwnames);
     if (nargs == f->nstates + 2) {
         reference = -1;
