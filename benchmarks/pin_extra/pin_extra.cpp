@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-#include "median_ns.hpp"
+#include "timing.hpp"
 using namespace pinocchio;
 
 int main(int argc, char **argv)
@@ -28,13 +28,9 @@ int main(int argc, char **argv)
   Model m;
   if (atoi(argv[2])) pinocchio::urdf::buildModel(argv[1], JointModelFreeFlyer(), m); else pinocchio::urdf::buildModel(argv[1], m);
   Data d(m);
-  const int calls = atoi(argv[3]), K = 64;
-  std::vector<Eigen::VectorXd> Q, V, T;
-  for (int k = 0; k < K; ++k) {
-    Q.push_back(randomConfiguration(m, -Eigen::VectorXd::Ones(m.nq), Eigen::VectorXd::Ones(m.nq)));
-    V.push_back(Eigen::VectorXd::Random(m.nv));
-    T.push_back(Eigen::VectorXd::Random(m.nv));
-  }
+  const int calls = atoi(argv[3]), K = RandomStates::K;
+  const RandomStates states(m);
+  const auto &Q = states.Q, &V = states.V, &T = states.T;
   PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(RigidConstraintModel) contacts;
   FrameIndex first = 0;   // the first contact's frame
   for (int k = 4; k < argc; ++k) {

@@ -19,7 +19,7 @@
 #include <fstream>
 #include <string>
 #include <vector>
-#include "median_ns.hpp"
+#include "timing.hpp"
 using namespace pinocchio;
 
 static SE3 read_placement(std::istream &in)
@@ -79,13 +79,9 @@ int main(int argc, char **argv)
   }
   if (!in) { fprintf(stderr, "pin_loops: %s ends early\n", argv[1]); return 2; }
   Data d(m);
-  const int calls = atoi(argv[2]), K = 64;
-  std::vector<Eigen::VectorXd> Q, V, T;
-  for (int k = 0; k < K; ++k) {
-    Q.push_back(randomConfiguration(m, -Eigen::VectorXd::Ones(m.nq), Eigen::VectorXd::Ones(m.nq)));
-    V.push_back(Eigen::VectorXd::Random(m.nv));
-    T.push_back(Eigen::VectorXd::Random(m.nv));
-  }
+  const int calls = atoi(argv[2]), K = RandomStates::K;
+  const RandomStates states(m);
+  const auto &Q = states.Q, &V = states.V, &T = states.T;
   PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(RigidConstraintData) datas;
   for (auto &c : constraints) datas.emplace_back(c);
   initConstraintDynamics(m, d, constraints, datas);

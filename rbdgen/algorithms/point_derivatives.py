@@ -13,8 +13,9 @@ derivation of rnea_derivatives); a change of v_j, by s_j and dAdv_j + s_j x V, d
 V_l) x s_j. For each, the point's change is that of v_p and a_p at p held.
 """
 
-from ..spatial import Motion, add3, combine, cross3, sum_terms
-from .kinematics import body_placements, joint_kinematics, joint_slices, root_frame_placements
+from ..spatial import Motion, add3, cross3, sum_terms
+from . import rnea_derivatives
+from .kinematics import body_placements, joint_kinematics, root_frame_placements
 
 
 def point_motion_derivatives(model, ops, q, v, a, points):
@@ -26,22 +27,11 @@ def point_motion_derivatives(model, ops, q, v, a, points):
     X = root_frame_placements(model, ops, kin)
     E = kin[0].X_up.E if X is not None else None          # world -> the root's frame
     X = X if X is not None else body_placements(model, ops, kin)
-    v_of, a_of = joint_slices(model, v, "v"), joint_slices(model, a, "v")
-    V, A, J, path = [], [], [], []
-    dVdq, dAdq, dAdv = {}, {}, {}
+    V, A, J, dVdq, dAdq, dAdv = rnea_derivatives.world_motion(model, ops, kin, X, v, a, a_root=Motion())
+    path = []
     for i, joint in enumerate(model.joints):
         p = model.parent[i]
-        V_p, A_p = (V[p], A[p]) if p >= 0 else (Motion(), Motion())
-        J.append(ops.let("Jp", i, [X[i].inv_apply_motion(s) for s in kin[i].S]))
-        own = list(range(joint.idx_v, joint.idx_v + joint.nv))
-        path.append((path[p] if p >= 0 else []) + own)
-        for k, column in zip(own, J[i]):
-            dVdq[k] = ops.let("dVdq", k, V_p.cross_motion(column))
-        V.append(ops.let("Vp", i, V_p + combine(J[i], v_of[i])))
-        A.append(ops.let("Ap", i, A_p + combine(J[i], a_of[i]) + combine([dVdq[k] for k in own], v_of[i])))
-        for k, column in zip(own, J[i]):
-            dAdq[k] = ops.let("dAdq", k, A_p.cross_motion(column) + V_p.cross_motion(dVdq[k]))
-            dAdv[k] = ops.let("dAdv", k, (V[i] + V_p).cross_motion(column))
+        path.append((path[p] if p >= 0 else []) + list(range(joint.idx_v, joint.idx_v + joint.nv)))
     axis = {joint.idx_v + c: J[i][c] for i, joint in enumerate(model.joints) for c in range(joint.nv)}
     world = (lambda x: [sum_terms(E[r][c] * x[r] for r in range(3)) for c in range(3)]) if E is not None else list
     result = []

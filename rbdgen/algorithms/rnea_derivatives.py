@@ -81,29 +81,11 @@ def analytic_rnea_derivatives(model, ops, q, v, a):
     """(d tau / dq, d tau / dv), q in the tangent space, in the model's own coordinates."""
     tree, q_full, v_full, a_full = tree_state(model, q, v, a)
     kin = joint_kinematics(tree, ops, q_full)   # (a constant subspace has no bias c_J)
-    v_of, a_of = joint_slices(tree, v_full, "v"), joint_slices(tree, a_full, "v")
     X_0, a_root = _placements_in_root_frame(tree, ops, kin)
+    V, A, J, dVdq, dAdq, dAdv = world_motion(tree, ops, kin, X_0, v_full, a_full, a_root=a_root)
     n, nv = tree.nbodies, tree.nv
-    V, A, J = [None] * n, [None] * n, [None] * n
     Yc, Bc, Fc = [None] * n, [None] * n, [None] * n
-    dVdq, dAdq, dAdv = {}, {}, {}           # per coordinate
     for i in range(n):
-        p = tree.parent[i]
-        V_p = V[p] if p >= 0 else Motion()
-        A_p = A[p] if p >= 0 else a_root
-        J[i] = ops.let("Jw", i, [X_0[i].inv_apply_motion(s) for s in kin[i].S])
-        own = [tree.joints[i].idx_v + c for c in range(len(J[i]))]
-        for k, column in zip(own, J[i]):
-            dVdq[k] = ops.let("dVdq", k, V_p.cross_motion(column))
-        # The recursion itself in these coordinates, where velocities add: V = V_p + J v and
-        # A = A_p + J a + V x (J v) = A_p + J a + V_p x (J v) (J v x J v = 0), the last term
-        # sum v_k dVdq_k: fewer operations than body-frame recursions turned into these
-        # coordinates (docs/performance.md, dtau with the recursion in the root frame).
-        V[i] = ops.let("Vw", i, V_p + combine(J[i], v_of[i]))
-        A[i] = ops.let("Aw", i, A_p + combine(J[i], a_of[i]) + combine([dVdq[k] for k in own], v_of[i]))
-        for k, column in zip(own, J[i]):
-            dAdq[k] = ops.let("dAdq", k, A_p.cross_motion(column) + V_p.cross_motion(dVdq[k]))
-            dAdv[k] = ops.let("dAdv", k, (V[i] + V_p).cross_motion(column))
         Y = ops.let("Yw", i, X_0[i].inertia_to_parent(tree.inertia[i]))
         h = ops.let("hw", i, Y.apply(V[i]))
         Yc[i], Bc[i] = Y, ops.let("B", i, _B(Y, V[i], h))
@@ -135,6 +117,34 @@ def analytic_rnea_derivatives(model, ops, q, v, a):
             Bc[p] = _add_B(Bc[p], Bc[i])
             Fc[p] = Fc[p] + Fc[i]
     return [_reduce(model, dq), _reduce(model, dv)]
+
+
+def world_motion(tree, ops, kin, X, v, a, *, a_root):
+    """Per body, in the fixed frame of the placements X: the velocity V, the acceleration A (the
+    root's parent accelerating by a_root: -g folds gravity in, zero leaves it out) and the
+    joint's axes J; per coordinate, dVdq, dAdq and dAdv (the module docstring)."""
+    v_of, a_of = joint_slices(tree, v, "v"), joint_slices(tree, a, "v")
+    n = tree.nbodies
+    V, A, J = [None] * n, [None] * n, [None] * n
+    dVdq, dAdq, dAdv = {}, {}, {}           # per coordinate
+    for i in range(n):
+        p = tree.parent[i]
+        V_p = V[p] if p >= 0 else Motion()
+        A_p = A[p] if p >= 0 else a_root
+        J[i] = ops.let("Jw", i, [X[i].inv_apply_motion(s) for s in kin[i].S])
+        own = [tree.joints[i].idx_v + c for c in range(len(J[i]))]
+        for k, column in zip(own, J[i]):
+            dVdq[k] = ops.let("dVdq", k, V_p.cross_motion(column))
+        # The recursion itself in these coordinates, where velocities add: V = V_p + J v and
+        # A = A_p + J a + V x (J v) = A_p + J a + V_p x (J v) (J v x J v = 0), the last term
+        # sum v_k dVdq_k: fewer operations than body-frame recursions turned into these
+        # coordinates (docs/performance.md, dtau with the recursion in the root frame).
+        V[i] = ops.let("Vw", i, V_p + combine(J[i], v_of[i]))
+        A[i] = ops.let("Aw", i, A_p + combine(J[i], a_of[i]) + combine([dVdq[k] for k in own], v_of[i]))
+        for k, column in zip(own, J[i]):
+            dAdq[k] = ops.let("dAdq", k, A_p.cross_motion(column) + V_p.cross_motion(dVdq[k]))
+            dAdv[k] = ops.let("dAdv", k, (V[i] + V_p).cross_motion(column))
+    return V, A, J, dVdq, dAdq, dAdv
 
 
 def _placements_in_root_frame(tree, ops, kin):

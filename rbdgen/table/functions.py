@@ -17,7 +17,7 @@ from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
 from .description import ADDED, FORCES, PIVOTS, Overload, block
-from .factored import contact_derivatives_factored, loop_derivatives_factored
+from .factored import STATES, contact_derivatives_factored, derivative_parts, loop_derivatives_factored
 from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
 
@@ -299,11 +299,8 @@ def loop_dynamics(contacts=()):
                      lambda m, ops, q, v, tau, kp, kd, d: loops.constrained_dynamics_derivatives(
                          m, ops, q, v, tau, kp=kp, kd=kd, damping=d, contacts=contacts),
                      "d/dq, d/dv, d/dtau, d/dkp and d/dkd of constrained_dynamics' q-ddot, then of its multipliers "
-                     "(q in the tangent space; forward mode).",
-                     parts=lambda m: tuple((f"ddq_d{x}", (m.nv, m.nv if x in ("q", "v", "tau") else 1))
-                                           for x in loops.DIFFERENTIATED)
-                     + tuple((f"dlambda_d{x}", (rows(m), m.nv if x in ("q", "v", "tau") else 1))
-                             for x in loops.DIFFERENTIATED),
+                     "(q in the tangent space; the dynamics' KKT system solved for each direction).",
+                     parts=lambda m: derivative_parts(m, rows(m), loops.DIFFERENTIATED),
                      solves=True, needs_loops=True, default=False, costly=True, cost=8,
                      variants=(loop_derivatives_factored(contacts),)),
         FunctionSpec("project_velocity", ("q", "v", "damping"), lambda m: (m.nv + 2 * rows(m),),
@@ -346,7 +343,7 @@ def contact_functions(contacts):
                      lambda model, ops, q, v, tau, d: derivatives.contact_dynamics_derivatives(model, ops, contacts, q, v, tau, damping=d),
                      "d/dq, d/dv and d/dtau of contact_dynamics' q-ddot and multipliers "
                      "(Pinocchio's computeConstraintDynamicsDerivatives).",
-                     parts=lambda model: _contact_derivative_parts(model, m), default=False, kind="contact", solves=True,
+                     parts=lambda model: derivative_parts(model, m, STATES), default=False, kind="contact", solves=True,
                      variants=(contact_derivatives_factored(contacts, m),)),
         FunctionSpec("impulse_dynamics", ("q", "v", "restitution", "damping"), lambda model: (model.nv + 2 * m,),
                      lambda model, ops, q, v, e, d: constrained.impulse_dynamics(model, ops, contacts, q, v, restitution=e, damping=d),
@@ -362,12 +359,6 @@ def contact_functions(contacts):
                      parts=lambda model: (("M", (model.nv, model.nv)), ("nle", (model.nv,)), ("G", (m, model.nv)),
                                           ("gamma", (m,)))),
     ]
-
-
-def _contact_derivative_parts(model, m):
-    n = model.nv
-    return tuple((f"ddq_d{x}", (n, n)) for x in ("q", "v", "tau")) + \
-        tuple((f"dlambda_d{x}", (m, n)) for x in ("q", "v", "tau"))
 
 
 def lookup(name, contacts=()):
