@@ -2,7 +2,13 @@
 driver launch, CUDA events) and through module.torch (CUDA tensors in and out), beside our C
 batch on all the host's cores and, where mujoco.mjx is installed, MJX's jit(vmap(...)) in
 float64 and float32 on the same GPU (the robot's URDF compiled by MuJoCo, meshes dropped).
-Medians of --repeats timed runs after a warm-up.
+Medians of --repeats timed runs after a warm-up. Then, as asked:
+  --peers URDF   GRiD's robot: ours beside GRiD's kernels (the lines benchmarks/grid_timing.cu
+                 printed, --grid-results; its check file, --grid-check, held against our module)
+                 and adam's batched PyTorch (mass_matrix for crba, bias_force for rnea: a = 0,
+                 free base), where adam is installed;
+  --parameters   Panda with every inertial parameter per state (inertia:all, B x np);
+  --build        Panda's default build without and with the CUDA target.
 
     python benchmarks/bench_gpu.py [--robots panda,talos] [--sizes 1024,16384,131072,1048576]
 """
@@ -74,7 +80,7 @@ def bare(module, name, device_states, count):
     pointers = []
     for p, x in zip(d.inputs, args):
         pointers.append(cuda.ctypes.c_void_p(x.data_ptr()))
-        if p.broadcast:
+        if not p.per_state:
             pointers.append(cuda.ctypes.c_int(1))
     pointers.append(cuda.ctypes.c_void_p(out.data_ptr()))
     stream = torch.cuda.current_stream().cuda_stream
@@ -109,15 +115,133 @@ def mjx_runs(path, count, dtype):
     return runs
 
 
+GRID = {"rnea": "ID", "minv": "Minv", "aba": "FD", "rnea_derivatives": "dID", "aba_derivatives": "dFD"}
+
+
+def grid_results(paths):
+    """{(GRiD's function, float|double, states): ns a state} from grid_timing's output files."""
+    found = {}
+    for path in paths:
+        for line in open(path):
+            if line.startswith("GRiD "):
+                _, function, real, count, ns = line.split()
+                found[(function, real, int(count))] = float(ns)
+    return found
+
+
+def grid_check(path, module):
+    """GRiD's outputs for four states (grid_timing's check file) against our module's: the
+    largest difference relative to the largest entry, per function (in the layout, among the
+    few a GRiD output may have, that agrees best: its matrices are column-major)."""
+    rows = {line.split()[0]: np.array(line.split()[1:], dtype=float) for line in open(path)}
+    n, count = int(rows["joints"][0]), int(rows["states"][0])
+    q, v, u = (rows["q_qd_u"].reshape(count, 3, n)[:, k] for k in range(3))
+    qdd = rows["qdd"].reshape(count, n)
+    ours = {"ID": module.rnea(q, v, qdd), "FD": module.aba(q, v, u),
+            "Minv": np.triu(module.minv(q)),
+            "dID": np.concatenate(module.rnea_derivatives(q, v, qdd)[:2], axis=-1),
+            "dFD": np.concatenate(module.aba_derivatives(q, v, u)[:2], axis=-1)}
+    errors = {}
+    for name, expected in ours.items():
+        theirs = rows[name].reshape(count, -1)
+        shape = expected.shape[1:]
+        layouts = [theirs.reshape(count, *shape)]
+        if len(shape) == 2:
+            layouts.append(theirs.reshape(count, *shape[::-1]).transpose(0, 2, 1))
+            if name == "Minv":
+                layouts = [np.triu(x) for x in layouts] + [np.triu(np.swapaxes(x, 1, 2)) for x in layouts]
+        scale = max(np.abs(expected).max(), 1e-300)
+        errors[name] = min(np.abs(x - expected).max() / scale for x in layouts)
+    return errors
+
+
+def adam_runs(urdf, module, count, device):
+    """adam's batched PyTorch (float64) on `count` states: {our function: run}, after checking
+    that adam's joint block agrees with ours; {} without adam."""
+    try:
+        from adam.pytorch import KinDynComputationsBatch
+        adam = KinDynComputationsBatch(urdf, list(module.joint_names), device=torch.device(device), dtype=torch.float64,
+                                       gravity=torch.tensor([0, 0, -9.81, 0, 0, 0], dtype=torch.float64))
+    except Exception as error:   # noqa: BLE001  (reported, and the column left out)
+        print(f"  adam left out: {type(error).__name__}: {error}")
+        return {}
+    rng = np.random.default_rng(2)
+    q, v = rng.uniform(-1, 1, (count, module.nq)), rng.normal(size=(count, module.nv))
+    H = torch.eye(4, dtype=torch.float64, device=device).expand(count, 4, 4).contiguous()
+    Q, V = (torch.tensor(x, device=device) for x in (q, v))
+    base = torch.zeros(count, 6, dtype=torch.float64, device=device)
+    M = adam.mass_matrix(H, Q)[:4, 6:, 6:].cpu().numpy()
+    h = adam.bias_force(H, Q, base, V)[:4, 6:].cpu().numpy()
+    print(f"  adam against ours (4 states): M {np.abs(M - module.crba(q[:4])).max():.1e}, "
+          f"bias {np.abs(h - module.rnea(q[:4], v[:4], np.zeros((4, module.nv)))).max():.1e}")
+    return {"crba": lambda: adam.mass_matrix(H, Q), "rnea": lambda: adam.bias_force(H, Q, base, V)}
+
+
+def peers(args):
+    """GRiD's robot: our kernels, GRiD's in float and double, adam's batch; ns a state."""
+    module = rbdgen.build(args.peers, args.output, algorithms=list(GRID) + ["crba"], cuda=True)
+    found = grid_results(args.grid_results.split(",")) if args.grid_results else {}
+    if args.grid_check:
+        errors = grid_check(args.grid_check, module)
+        print("GRiD (double) against our module, 4 states: " + ", ".join(f"{k} {e:.1e}" for k, e in errors.items()))
+    print(f"\n{module.name} (nv {module.nv}): ours against GRiD (float, double) and adam (float64), ns/state")
+    print(f"{'function':18} {'B':>8} {'ours':>9} {'GRiD f32':>9} {'GRiD f64':>9} {'adam':>9}  ratios")
+    for count in [int(x) for x in args.sizes.split(",")]:
+        _, device = states(module, count, "cuda")
+        adam = adam_runs(args.peers, module, count, "cuda") if count <= 131072 else {}
+        for name in list(GRID) + ["crba"]:
+            ours = gpu_ns(bare(module, name, device, count), count, args.repeats)
+            theirs = [found.get((GRID.get(name), real, count)) for real in ("float", "double")]
+            theirs.append(gpu_ns(adam[name], count, args.repeats) if name in adam else None)
+            cells = " ".join(f"{t:9.2f}" if t else f"{'':>9}" for t in theirs)
+            ratios = " ".join(f"{t / ours:.1f}x" for t in theirs if t)
+            print(f"{name:18} {count:8d} {ours:9.2f} {cells}  {ratios}", flush=True)
+
+
+def parameters_per_state(args):
+    """Panda, every inertial parameter per state (domain randomization): aba and
+    rnea_derivatives with params (B, np) on the GPU."""
+    names = ["aba", "rnea_derivatives"]
+    module = rbdgen.build(robot_path("panda"), args.output, algorithms=names, parameters=["inertia:all"], cuda=True)
+    nominal = np.asarray(module._PARAMETERS.nominal)
+    print(f"\npanda, inertia:all ({nominal.size} parameters a state), ns/state")
+    for count in [int(x) for x in args.sizes.split(",")]:
+        host, device = states(module, count, "cuda")
+        params = torch.tensor(nominal * (1 + 0.05 * np.random.default_rng(3).random((count, nominal.size))), device="cuda")
+        for name in names:
+            op = module.torch(name)
+            ins = [device[p.name] for p in module._DESCRIPTIONS[name].inputs if p.per_state]
+            print(f"{name:18} {count:8d} {gpu_ns(lambda: op(*ins, params=params), count, args.repeats):9.2f} (torch)",
+                  flush=True)
+
+
+def build_cost(args):
+    """Panda's default build (fresh folders, verification included) without and with CUDA."""
+    times = []
+    for cuda in (False, True):
+        with tempfile.TemporaryDirectory() as folder:
+            t0 = time.perf_counter()
+            rbdgen.build(robot_path("panda"), folder, cuda=cuda)
+            times.append(time.perf_counter() - t0)
+    print(f"\npanda default build: {times[0]:.1f} s, with CUDA {times[1]:.1f} s ({times[1] / times[0]:.2f}x)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", default="panda,talos")
     parser.add_argument("--sizes", default="1024,16384,131072,1048576")
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--output", default="generated_gpu")
+    parser.add_argument("--mjx-sizes", default="131072", help="the sizes MJX is timed at (each compiles anew)")
+    parser.add_argument("--peers", help="GRiD's URDF: ours beside GRiD and adam on it")
+    parser.add_argument("--grid-results", help="grid_timing's outputs, comma-separated")
+    parser.add_argument("--grid-check", help="grid_timing's check file")
+    parser.add_argument("--parameters", action="store_true")
+    parser.add_argument("--build", action="store_true")
     args = parser.parse_args()
     print(f"GPU: {torch.cuda.get_device_name()}, host: {os.cpu_count()} cores, torch {torch.__version__}")
-    for robot in args.robots.split(","):
+    mjx_sizes = [int(x) for x in args.mjx_sizes.split(",") if x]
+    for robot in [r for r in args.robots.split(",") if r]:
         path, floating = robot_path(robot), ROBOTS[robot][1]
         t0 = time.perf_counter()
         module = rbdgen.build(path, args.output, floating_base=floating, algorithms=FUNCTIONS, cuda=True)
@@ -125,18 +249,24 @@ def main():
         print(f"{'function':18} {'B':>8} {'kernel':>9} {'torch':>9} {'C, host':>9} {'MJX f64':>9} {'MJX f32':>9}  ns/state")
         for count in [int(s) for s in args.sizes.split(",")]:
             host, device = states(module, count, "cuda")
-            mjx64 = mjx_runs(path, count, np.float64) if count <= 131072 else {}
-            mjx32 = mjx_runs(path, count, np.float32) if count <= 131072 else {}
+            mjx64 = mjx_runs(path, count, np.float64) if count in mjx_sizes else {}
+            mjx32 = mjx_runs(path, count, np.float32) if count in mjx_sizes else {}
             for name in FUNCTIONS:
                 d = module._DESCRIPTIONS[name]
                 ins = [p.name for p in d.inputs if p.per_state]
                 kernel = gpu_ns(bare(module, name, device, count), count, args.repeats)
                 op = module.torch(name)
                 through = gpu_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
-                c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, max(3, args.repeats // 3))
+                c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, 3) if count <= 131072 else 0.0
                 cells = [f"{gpu_ns(runs[name], count, args.repeats):9.2f}" if name in runs else f"{'':>9}"
                          for runs in (mjx64, mjx32)]
                 print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {c:9.2f} {' '.join(cells)}", flush=True)
+    if args.peers:
+        peers(args)
+    if args.parameters:
+        parameters_per_state(args)
+    if args.build:
+        build_cost(args)
 
 
 if __name__ == "__main__":

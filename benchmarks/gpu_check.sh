@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The GPU check of issue 47, in two steps.
-#   bash benchmarks/gpu_check.sh prepare   # here, on the CPU: the URDFs and wheels the GPU machine lacks, in .gpu/
-#   bash benchmarks/gpu_check.sh run       # on the GPU machine (the device tool, carry .gpu): tests, then bench_gpu.py
-# The GPU machine has no network and no example-robot-data, cffi or MuJoCo: they travel in .gpu/.
+# The GPU check of issue 47: prepared here, run where a GPU is lent.
+#   bash benchmarks/gpu_check.sh prepare      # here, on the CPU: what the GPU machine lacks, in .gpu/
+#   bash benchmarks/gpu_check.sh run tests    # there (the device tool, carry .gpu): the GPU tests
+#   bash benchmarks/gpu_check.sh run bench    # Panda's table, GRiD and adam on GRiD's iiwa, parameters per state
+#   bash benchmarks/gpu_check.sh run talos    # Talos's table, the build's cost with CUDA
+# Each `run` fits one device call (under 10 minutes on an H200); results also go to $OUT when set.
+# The GPU machine has no network and no example-robot-data, cffi, MuJoCo or adam: they travel in
+# .gpu/. GRiD's header is generated here from GRiD's sources, when GRID_SOURCE names a checkout
+# of robot-acceleration/GRiD with its submodules and GRID_URDF the iiwa.urdf of GRiDBenchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out="${OUT:-/tmp/gpu_check}"
 case "${1:-}" in
 prepare)
     grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo /.gpu/ >> .git/info/exclude
@@ -14,17 +20,50 @@ prepare)
         mkdir -p ".gpu/robots/$(dirname "$rel")"
         cp "$robots/$rel" ".gpu/robots/$rel"
     done
-    # (for Python 3.12, the GPU machine's): cffi and its parser, MuJoCo and MJX for the MJX columns
+    # (for Python 3.12, the GPU machine's): cffi and its parser, MuJoCo and MJX for the MJX
+    # columns, adam and what it imports for adam's
     python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d .gpu/wheels cffi pycparser mujoco mujoco-core mujoco-mjx glfw absl-py etils
+        -d .gpu/wheels cffi pycparser mujoco mujoco-core mujoco-mjx glfw absl-py etils \
+        adam-robotics array-api-compat urdfdom-py lxml pyyaml
+    if [ -n "${GRID_SOURCE:-}" ]; then
+        generator=$(mktemp -d)
+        python -m pip install -q --target "$generator" beautifulsoup4 lxml
+        mkdir -p .gpu/grid
+        cp "$GRID_URDF" .gpu/grid/iiwa.urdf
+        (cd .gpu/grid && PYTHONPATH="$generator" python "$GRID_SOURCE/generateGRiD.py" iiwa.urdf > generate.log)
+        rm -rf "$generator"
+        if command -v nvcc > /dev/null; then   # (that the harness compiles against this header)
+            nvcc -std=c++17 -O3 -arch=sm_90 -DGRID_REAL=double -I .gpu/grid benchmarks/grid_timing.cu -o /tmp/grid_timing_check
+        fi
+    fi
     du -sh .gpu ;;
 run)
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/wheels/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/wheels/*.whl 2>&1 | tail -3
     export PYTHONPATH="/tmp/site:$PWD" RBDGEN_ROBOTS_DIR="$PWD/.gpu/robots"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    python3 -m pytest -q -x tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -15
-    python3 benchmarks/bench_gpu.py --robots panda,talos ;;
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/gpu.txt" || true
+    case "${2:-}" in
+    tests)
+        python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 | tee "$out/tests.txt" ;;
+    bench)
+        peers=()
+        if [ -f .gpu/grid/grid.cuh ]; then
+            arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+            for real in float double; do
+                nvcc -std=c++17 -O3 -arch="sm_$arch" -DGRID_REAL=$real -I .gpu/grid benchmarks/grid_timing.cu -o "/tmp/grid_$real"
+            done
+            /tmp/grid_double 1024,16384,131072,1048576 11 "$out/grid_check.txt" | tee "$out/grid_double.txt"
+            /tmp/grid_float 1024,16384,131072,1048576 11 | tee "$out/grid_float.txt"
+            peers=(--peers .gpu/grid/iiwa.urdf --grid-results "$out/grid_float.txt,$out/grid_double.txt"
+                   --grid-check "$out/grid_check.txt")
+        fi
+        python3 benchmarks/bench_gpu.py --robots panda "${peers[@]}" --parameters 2>&1 | tee "$out/bench_panda.txt" ;;
+    talos)
+        python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build 2>&1 | tee "$out/bench_talos.txt" ;;
+    *)
+        echo "usage: $0 run tests|bench|talos" >&2; exit 2 ;;
+    esac ;;
 *)
-    echo "usage: $0 prepare|run" >&2; exit 2 ;;
+    echo "usage: $0 prepare | run tests|bench|talos" >&2; exit 2 ;;
 esac

@@ -57,7 +57,7 @@ def host_kernel(library, d, values, count, body=None):
     arguments = [ctypes.c_long(count)] + ([ctypes.c_long(body)] if d.per_body else [])
     for port, x in zip(d.inputs, values):
         arguments.append(x.ctypes.data_as(ctypes.c_void_p))
-        if port.broadcast:
+        if not port.per_state:
             arguments.append(ctypes.c_int(1))
     getattr(library, d.cname + "_kernel")(*arguments, out.ctypes.data_as(ctypes.c_void_p))
     return out
@@ -225,6 +225,85 @@ def test_device_path_marks_redundant_loops(tmp_path, monkeypatch):
     assert all(np.array_equal(np.asarray(x), y) for x, y in zip(damped, expected))
 
 
+_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                           ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+
+
+def _host_launcher(module, library, target):
+    """robot.jax's GPU branch (_jax_ffi.Launcher, rbdgen_jax_cuda_call) lowered for the CPU: a
+    stand-in for cuLaunchKernel reads the kernel's arguments as the driver would (n, the body,
+    each input's pointer and flag, out) and runs the kernel compiled as host C."""
+    import sys
+    ffi = sys.modules[module.__name__ + "._jax_ffi"]
+    launcher = ffi.Launcher(module, ffi.handler("rbdgen_jax_cuda_call"), target, platform="cpu")
+    by_handle = {k + 1: d for k, d in enumerate(module._DESCRIPTIONS.values())}
+    handles = {d.cname: k for k, d in by_handle.items()}
+    launches = []
+
+    def launch(function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, arguments, extra):
+        d = by_handle[function]
+        value = lambda k, kind: ctypes.cast(arguments[k], ctypes.POINTER(kind))[0]
+        n, k = value(0, ctypes.c_long), 1
+        passed = [ctypes.c_long(n)]
+        if d.per_body:
+            passed.append(ctypes.c_long(value(1, ctypes.c_long)))
+            k = 2
+        for port in d.inputs:
+            passed.append(ctypes.c_void_p(value(k, ctypes.c_void_p)))
+            k += 1
+            if not port.per_state:
+                passed.append(ctypes.c_int(value(k, ctypes.c_int)))
+                k += 1
+        passed.append(ctypes.c_void_p(value(k, ctypes.c_void_p)))
+        launches.append((d.name, n, grid_x * block_x, stream, [p.value for p in passed if isinstance(p, ctypes.c_int)]))
+        getattr(library, d.cname + "_kernel")(*passed)
+        return 0
+
+    class Kernels:
+        built = True
+        function = staticmethod(lambda ordinal, cname: (handles[cname], 64))
+
+    launcher.ordinals, launcher.stream = [0], 0
+    launcher.stub = _LAUNCH(launch)
+    launcher.launch = ctypes.cast(launcher.stub, ctypes.c_void_p).value
+    return launcher, Kernels(), launches
+
+
+def test_jax_gpu_branch_on_the_host(bridge_modules, tmp_path, monkeypatch):
+    """robot.jax on a GPU, without one: the CUDA platform's branch (one FFI result sliced into
+    the parts, every input broadcast to the states with its flag 0) and its handler, lowered for
+    the CPU with the kernels as host C, equal the C handler's results bit for bit: every function
+    of Panda (a declared contact's parts and pivots, frame functions by body), under jit, vmap
+    over a setting (integrate's dt per state) and jvp."""
+    import sys
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    module, model = bridge_modules["panda"]
+    library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
+    module.jax("rnea")   # imports the module's _jax
+    bridges = sys.modules[module.__name__ + "._jax"]
+    cpu, gpu = bridges.Bridge(module), bridges.Bridge(module)
+    gpu.gpu, kernels, launches = _host_launcher(module, library, cpu.target + "_host_test")
+    monkeypatch.setattr(module._FUNCTIONS, "_kernels", kernels)
+    rng = np.random.default_rng(SEED)
+    for name, d in module._DESCRIPTIONS.items():
+        values = inputs_of(module, model, d, rng, 3)
+        body = [max(body for body, _ in module._FRAME_TABLE.values())] if d.per_body else []
+        expected = cpu.function(name)(*body, *values)
+        actual = jax.jit(gpu.function(name), static_argnums=(0,) if d.per_body else ())(*body, *values)
+        for e, a in zip(*(x if isinstance(x, tuple) else (x,) for x in (expected, actual))):
+            assert a.shape == e.shape and np.array_equal(np.asarray(a), np.asarray(e)), name
+        assert launches[-1][:3] == (name, 3, 64) and launches[-1][3] is None and not any(launches[-1][4]), name
+    q, v = rng.normal(size=(2, 4, model.nq))
+    dt = np.array([0.01, 0.02, 0.03, 0.04])
+    integrate = [jax.vmap(bridge.make("integrate")) for bridge in (cpu, gpu)]
+    assert np.array_equal(*(np.asarray(f(q, v, dt)) for f in integrate))
+    assert len(set(np.asarray(integrate[1](q, v, dt))[:, 0] - q[:, 0])) == 4   # each state its own dt
+    tau = rng.normal(size=(4, model.nv))
+    tangents = [jax.jvp(bridge.make("aba"), (q, v, tau), (v, tau, q)) for bridge in (cpu, gpu)]
+    assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(*tangents))
+
+
 class _FakeDeviceArray:
     """An array that says it lives on a GPU (__cuda_array_interface__), of no known kind."""
     __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "data": (0, False), "version": 3}
@@ -306,3 +385,40 @@ def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
     picked = rng.choice(count, 1000, replace=False)
     expected = module.rnea(q.cpu().numpy()[picked], v.cpu().numpy()[picked], a.cpu().numpy()[picked])
     _close("rnea, a million states", tau.cpu().numpy()[picked], expected)
+
+
+@gpu
+def test_gpu_jax_functions_under_jit_and_grad(bridge_modules):
+    """robot.jax lowered for the GPU (rbdgen_jax_cuda_call on XLA's stream): every function of
+    Panda under jit on 1 000 states on the GPU, against the C batch; a frame function by body;
+    grad through aba on the GPU against the same on the CPU."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        device = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX has no GPU backend here")
+    module, model = bridge_modules["panda"]
+    module.jax("rnea")
+    bridge = module._JAX_BRIDGE["bridge"]
+    assert bridge.gpu is not None
+    rng = np.random.default_rng(SEED)
+    body = max(body for body, _ in module._FRAME_TABLE.values())
+    for name, d in module._DESCRIPTIONS.items():
+        function = module._FUNCTIONS.table[name]
+        values = inputs_of(module, model, d, rng, 1000)
+        lead = [body] if d.per_body else []
+        result = jax.jit(bridge.function(name), static_argnums=(0,) if d.per_body else ())(
+            *lead, *[jax.device_put(x, device) for x in values])
+        result = result if isinstance(result, tuple) else (result,)
+        assert all(r.devices() == {device} for r in result), name
+        expected = function(lead[0] if lead else None, values, None, 1)
+        for a, e in zip(result, expected if function.parts else (expected,)):
+            _close(f"jax {name}", np.asarray(a).reshape(1000, -1), np.reshape(e, (1000, -1)))
+    q, v, tau = rng.normal(size=(3, 50, model.nv))
+    loss = lambda q, v, tau: module.jax("aba")(q, v, tau).square().sum()
+    on_gpu = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*(jax.device_put(x, device) for x in (q, v, tau)))
+    with jax.default_device(jax.devices("cpu")[0]):
+        on_cpu = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(q, v, tau)
+    for g, c in zip(on_gpu, on_cpu):
+        _close("jax grad of aba", np.asarray(g), np.asarray(c))

@@ -149,7 +149,7 @@ def call(function, body, args, out):
             shared = 1
         keep.append(x)
         pointers.append(_cuda.ctypes.c_void_p(kind.pointer(x)))
-        if port.broadcast:
+        if not port.per_state:
             pointers.append(_cuda.ctypes.c_int(shared))
     shape = ((count,) if batch else ()) + (() if function.scalar else tuple(d.shape))
     if out is None:

@@ -1,7 +1,7 @@
 """JAX functions of a generated module (robot.jax(name); docs/jax.md): the same file in every
 module (a copy of rbdgen/bindings/jax.py), imported only when robot.jax is called.
 
-Each function calls the module's compiled C through the XLA FFI (a handler in jax_ffi.c,
+Each function calls the module's compiled C through the XLA FFI (a handler in _jax_ffi.c,
 compiled against the installed jaxlib on first use and kept beside the module: far cheaper
 than jax.pure_callback), under jax.vmap the generated batch entry point. Its public functions
 take what the module's take (each description's parameters, overloads included), without
@@ -10,53 +10,17 @@ generated derivatives through custom JVP rules, from the derivative functions ea
 description names (its `jacobians`, which CasADi reads too), the bodies' Jacobians for f_ext
 and frame_jacobian for frame_placement; any other function, one whose derivative function was
 not built, or q with quaternions (the derivatives are in the tangent space) raises, naming
-what to do. Float64 only: jax.config.update("jax_enable_x64", True) first.
+what to do. Float64 only: jax.config.update("jax_enable_x64", True) first. Where JAX has
+GPUs, a call lowered for the CUDA platform launches the module's CUDA kernel instead, on XLA's
+stream and device buffers (_jax_ffi.py; the module must be built with --cuda).
 """
-
-import ctypes
-import hashlib
-import os
-import shlex
-import subprocess
-import sysconfig
-import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _handler():
-    """The address of rbdgen_jax_call, compiled once per jax version and handler source beside
-    the module (or in the temporary directory when the module's directory is read-only)."""
-    source = os.path.join(_HERE, "_jax_ffi.c")
-    with open(source, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:12]
-    version = jax.__version__.replace(".", "_")
-    for directory in (_HERE, os.path.join(tempfile.gettempdir(), f"rbdgen_jax_{os.getuid()}")):
-        library = os.path.join(directory, f"_jax_ffi_{version}_{digest}.so")
-        if os.path.exists(library):
-            break
-        try:
-            os.makedirs(directory, exist_ok=True)
-            _compile(source, library)
-            break
-        except OSError:
-            continue
-    return ctypes.cast(ctypes.CDLL(library).rbdgen_jax_call, ctypes.c_void_p).value
-
-
-def _compile(source, library):
-    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    partial = f"{library}.{os.getpid()}"
-    command = compiler + ["-O2", "-shared", "-fPIC", "-I", jax.ffi.include_dir(), source, "-o", partial]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"compiling rbdgen's JAX handler failed ({' '.join(command)}): {done.stderr.strip()}")
-    os.replace(partial, library)   # atomic: a concurrent process sees all of it or nothing
+from . import _jax_ffi
 
 
 class Bridge:
@@ -65,8 +29,10 @@ class Bridge:
     def __init__(self, module):
         self.m = module
         self.target = f"rbdgen_{module._META['module']}"
-        jax.ffi.register_ffi_target(self.target, jax.ffi.pycapsule(_handler()), platform="cpu")
-        self.made = {}
+        jax.ffi.register_ffi_target(self.target, jax.ffi.pycapsule(_jax_ffi.handler()), platform="cpu")
+        self.made, self.gpu = {}, None
+        if _jax_ffi.gpu_ordinals():   # JAX has GPUs: the CUDA platform's branch too
+            self.gpu = _jax_ffi.Launcher(module, _jax_ffi.handler("rbdgen_jax_cuda_call"), self.target + "_cuda")
 
     # ---------------------------------------------------------------- calls of the C ---
 
@@ -105,8 +71,10 @@ class Bridge:
             lead = jnp.broadcast_shapes(*[x.shape[:-1] for x in xs])
             xs = [jnp.broadcast_to(x, lead + x.shape[-1:]) for x in xs]
             results = [jax.ShapeDtypeStruct(lead + (stop - start,), jnp.float64) for start, stop, _ in parts]
-            outs = jax.ffi.ffi_call(self.target, results, vmap_method="broadcast_all")(
+            cpu = lambda *xs: jax.ffi.ffi_call(self.target, results, vmap_method="broadcast_all")(
                 *xs, kernel=kernel, batch=batch, body=np.int64(body), shared=shared, threads=np.int64(threads))
+            outs = cpu(*xs) if self.gpu is None else \
+                jax.lax.platform_dependent(*xs, **{"cpu": cpu, **self.gpu.branch(d, body, lead, parts)})
             shaped = tuple(out.reshape(lead + shape) for out, (_, _, shape) in zip(outs, parts))
             return shaped if split else shaped[0]
         return call

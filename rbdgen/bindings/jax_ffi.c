@@ -13,6 +13,7 @@
    results are the parts of the function's output in order: one is written in place, several
    are copied out of a scratch array (XLA gives each its own buffer). A shared input that
    differs between states (a vmap over dt) is run state by state. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,18 +54,36 @@ static int64_t attribute(const XLA_FFI_Attrs *attrs, const char *name, int64_t f
     return fallback;
 }
 
-XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
+/* Whether a call asks no work: XLA first asks which version of the API the handler was compiled
+   against (answered here; traits 0: not in CUDA graphs, as the GPU's launch goes through the
+   driver), then calls each stage; only the execution's does any. */
+static int no_work(XLA_FFI_CallFrame *frame)
 {
-    /* XLA first asks which version of the API the handler was compiled against */
     XLA_FFI_Extension_Base *extension = frame->extension_start;
     if (extension != NULL && extension->type == XLA_FFI_Extension_Metadata) {
         XLA_FFI_Metadata *metadata = ((XLA_FFI_Metadata_Extension *)extension)->metadata;
         metadata->api_version.major_version = XLA_FFI_API_MAJOR;
         metadata->api_version.minor_version = XLA_FFI_API_MINOR;
         metadata->traits = 0;
-        return NULL;
+        return 1;
     }
-    if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE)
+    return frame->stage != XLA_FFI_ExecutionStage_EXECUTE;
+}
+
+/* Whether buffer x is float64 with the leading dimensions of `result` (the states) */
+static int with_states_of(const XLA_FFI_Buffer *x, const XLA_FFI_Buffer *result)
+{
+    if (x->dtype != XLA_FFI_DataType_F64 || x->rank != result->rank)
+        return 0;
+    for (int64_t d = 0; d + 1 < x->rank; ++d)
+        if (x->dims[d] != result->dims[d])
+            return 0;
+    return 1;
+}
+
+XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
+{
+    if (no_work(frame))
         return NULL;
     const XLA_FFI_Api *api = frame->api;
     eval_t kernel = (eval_t)(uintptr_t)attribute(&frame->attrs, "kernel", 0);
@@ -83,11 +102,8 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
     long part_size[MAX_PARTS], out_size = 0;
     for (int p = 0; p < nparts; ++p) {
         const XLA_FFI_Buffer *r = (const XLA_FFI_Buffer *)frame->rets.rets[p];
-        if (r->dtype != XLA_FFI_DataType_F64 || r->rank != first->rank || r->rank < 1)
+        if (r->rank < 1 || !with_states_of(r, first))
             return failure(api, "rbdgen: every result must be float64 (..., size) with the same leading dimensions");
-        for (int64_t d = 0; d + 1 < r->rank; ++d)
-            if (r->dims[d] != first->dims[d])
-                return failure(api, "rbdgen: every result must be float64 (..., size) with the same leading dimensions");
         part[p] = (double *)r->data;
         part_size[p] = (long)r->dims[r->rank - 1];
         out_size += part_size[p];
@@ -100,11 +116,8 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
     long size[MAX_INPUTS];
     for (int i = 0; i < ninputs; ++i) {
         const XLA_FFI_Buffer *x = (const XLA_FFI_Buffer *)frame->args.args[i];
-        if (x->dtype != XLA_FFI_DataType_F64 || x->rank != result->rank)
+        if (!with_states_of(x, result))
             return failure(api, "rbdgen: every input must be float64 with the result's leading dimensions");
-        for (int64_t d = 0; d + 1 < x->rank; ++d)
-            if (x->dims[d] != result->dims[d])
-                return failure(api, "rbdgen: every input must be float64 with the result's leading dimensions");
         in[i] = (const double *)x->data;
         size[i] = (long)x->dims[x->rank - 1];
     }
@@ -137,6 +150,120 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
             for (int p = 0, start = 0; p < nparts; start += (int)part_size[p], ++p)
                 memcpy(part[p] + k * part_size[p], out + k * out_size + start, (size_t)part_size[p] * sizeof(double));
         free(out);
+    }
+    return NULL;
+}
+
+
+/* The handler for the CUDA platform (robot.jax on a GPU: rbdgen/bindings/jax_cuda.py): one
+   launch of the function's batch kernel (the module's CUDA dialect) on XLA's stream, on device
+   buffers, with no copy through the host. Its attributes: `kernels`, the address of a table of
+   the kernel loaded on each device (rbdgen_cuda_kernel_t, indexed by XLA's device ordinal; 0 when
+   the module was built without CUDA), `devices` its length, `launch` the address of the driver's
+   cuLaunchKernel (so this file needs no CUDA header or library), `per_body` and `body` (a
+   frame function's kernel takes the body after n), `flagged` (a bit per input that is not a state: the kernel takes an int after it, 0
+   here: JAX gives every state its own row) and `stream` (-1: XLA's; tests on the CPU name one).
+   The result is the function's whole output, (..., size); the Python side slices its parts. */
+
+typedef struct {
+    void *function;   /* CUfunction */
+    long block;       /* threads a block */
+} rbdgen_cuda_kernel_t;
+
+typedef int (*launch_t)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                        unsigned block_y, unsigned block_z, unsigned shared_bytes, void *stream, void **arguments,
+                        void **extra);
+
+static XLA_FFI_Error *pass_on(const XLA_FFI_Api *api, XLA_FFI_Error *error, const char *what)
+{
+    char message[256];
+    XLA_FFI_Error_GetMessage_Args text;
+    memset(&text, 0, sizeof text);
+    text.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
+    text.error = error;
+    api->XLA_FFI_Error_GetMessage(&text);
+    snprintf(message, sizeof message, "rbdgen: %s: %s", what, text.message ? text.message : "failed");
+    XLA_FFI_Error_Destroy_Args destroy;
+    memset(&destroy, 0, sizeof destroy);
+    destroy.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
+    destroy.error = error;
+    api->XLA_FFI_Error_Destroy(&destroy);
+    return failure(api, message);
+}
+
+XLA_FFI_Error *rbdgen_jax_cuda_call(XLA_FFI_CallFrame *frame)
+{
+    if (no_work(frame))
+        return NULL;
+    const XLA_FFI_Api *api = frame->api;
+    const rbdgen_cuda_kernel_t *kernels = (const rbdgen_cuda_kernel_t *)(uintptr_t)attribute(&frame->attrs, "kernels", 0);
+    int64_t devices = attribute(&frame->attrs, "devices", 0);
+    launch_t launch = (launch_t)(uintptr_t)attribute(&frame->attrs, "launch", 0);
+    int per_body = (int)attribute(&frame->attrs, "per_body", 0);
+    long body = (long)attribute(&frame->attrs, "body", -1);
+    int64_t flagged = attribute(&frame->attrs, "flagged", 0);
+    int64_t stream_given = attribute(&frame->attrs, "stream", -1);
+    int ninputs = (int)frame->args.size;
+    if (kernels == NULL)
+        return failure(api, "rbdgen: this module was built without CUDA: rebuild it with rbdgen build --cuda, "
+                            "or call its JAX functions on the CPU (jax.default_device(jax.devices(\"cpu\")[0]))");
+    if (launch == NULL || ninputs < 1 || ninputs > MAX_INPUTS || frame->rets.size != 1)
+        return failure(api, "rbdgen: a call of the JAX handler that rbdgen's jax_cuda.py did not make");
+
+    XLA_FFI_DeviceOrdinal_Get_Args ordinal;
+    memset(&ordinal, 0, sizeof ordinal);
+    ordinal.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+    ordinal.ctx = frame->ctx;
+    XLA_FFI_Error *error = api->XLA_FFI_DeviceOrdinal_Get(&ordinal);
+    if (error != NULL)
+        return pass_on(api, error, "the device of a JAX call");
+    if (ordinal.device_ordinal < 0 || ordinal.device_ordinal >= devices)
+        return failure(api, "rbdgen: a JAX call on a GPU whose kernels were not loaded (a device made visible "
+                            "after the function was made?)");
+    void *stream = (void *)(intptr_t)stream_given;
+    if (stream_given == -1) {
+        XLA_FFI_Stream_Get_Args args;
+        memset(&args, 0, sizeof args);
+        args.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+        args.ctx = frame->ctx;
+        if ((error = api->XLA_FFI_Stream_Get(&args)) != NULL)
+            return pass_on(api, error, "XLA's stream");
+        stream = args.stream;
+    }
+
+    const XLA_FFI_Buffer *result = (const XLA_FFI_Buffer *)frame->rets.rets[0];
+    if (result->dtype != XLA_FFI_DataType_F64 || result->rank < 1)
+        return failure(api, "rbdgen: the result must be float64 (..., size)");
+    long n = 1;
+    for (int64_t d = 0; d + 1 < result->rank; ++d)
+        n *= (long)result->dims[d];
+    void *pointer[MAX_INPUTS + 1];
+    int own_rows[MAX_INPUTS] = { 0 };   /* <name>_shared = 0: every state its own row */
+    void *arguments[2 + 2 * MAX_INPUTS + 1];
+    int count = 0;
+    arguments[count++] = &n;
+    if (per_body)
+        arguments[count++] = &body;
+    for (int i = 0; i < ninputs; ++i) {
+        const XLA_FFI_Buffer *x = (const XLA_FFI_Buffer *)frame->args.args[i];
+        if (!with_states_of(x, result))
+            return failure(api, "rbdgen: every input must be float64 with the result's leading dimensions");
+        pointer[i] = x->data;
+        arguments[count++] = &pointer[i];
+        if (flagged >> i & 1)
+            arguments[count++] = &own_rows[i];
+    }
+    pointer[ninputs] = result->data;
+    arguments[count++] = &pointer[ninputs];
+    if (n == 0)
+        return NULL;
+    const rbdgen_cuda_kernel_t *kernel = &kernels[ordinal.device_ordinal];
+    long grid = (n + kernel->block - 1) / kernel->block;
+    int code = launch(kernel->function, (unsigned)grid, 1, 1, (unsigned)kernel->block, 1, 1, 0, stream, arguments, NULL);
+    if (code != 0) {
+        char message[128];
+        snprintf(message, sizeof message, "rbdgen: launching a kernel of %ld states failed (CUDA error %d)", n, code);
+        return failure(api, message);
     }
     return NULL;
 }

@@ -27,7 +27,9 @@ def copy_binding(work):
     """The Python binding: one fixed file that reads model.json, and its siblings; points and
     contacts run on NumPy, in the very file the reference uses."""
     shutil.copyfile(os.path.join(BINDINGS, "runtime.py"), os.path.join(work, "__init__.py"))
-    for name in ("arguments", "call_time", "casadi", "contact", "cuda", "device", "function", "jax", "pickling", "torch"):   # the binding's other files, as _<name>.py
+    others = ("arguments", "call_time", "casadi", "contact", "cuda", "device", "function", "jax", "jax_ffi", "pickling",
+              "torch")
+    for name in others:   # the binding's other files, as _<name>.py
         shutil.copyfile(os.path.join(BINDINGS, name + ".py"), os.path.join(work, f"_{name}.py"))
     shutil.copyfile(description.__file__, os.path.join(work, "_description.py"))
     shutil.copyfile(conventions.__file__, os.path.join(work, "_conventions.py"))
