@@ -22,13 +22,14 @@ import zlib
 
 import numpy
 
+from ..bindings import cuda
 from ..errors import BuildError
 from ..table import functions as fn_table
 from .cache import python_abi
 from .compiler import c_compiler, long_program_flags
 from .objects import digest
 from .programs import describe_choice, frame_programs, generate_program
-from .render import function_data, kernels_header_name, render_function
+from .render import function_data, kernels_header_name, render_cuda_function, render_function
 
 # A function of fewer operations shares a file with other small ones (see above)
 SMALL_FUNCTION_OPERATIONS = 1500
@@ -93,13 +94,16 @@ class Compilation:
     by parallel workers and the per-function cache `store`. glue: {file: its flags};
     fingerprint: what every program depends on (program_key); beside, (function, arguments) or
     None: one more job for the workers, the last to start (verification's reference values: it
-    fills the time the last compilations leave a worker idle). run() returns (each spec's data,
-    the object files, the shared files {file: names of the functions it includes}, what
-    `beside` answered)."""
+    fills the time the last compilations leave a worker idle); cuda, None or the architectures
+    to compile the CUDA dialect for: each function's .cu file is written as its program is
+    there, and NVRTC compiles it among the other jobs (`cubins`), not after them. run()
+    returns (each spec's data, the object files, the shared files {file: names of the
+    functions it includes}, what `beside` answered)."""
 
-    def __init__(self, target, specs, *, glue, store, fingerprint, progress, beside=None):
+    def __init__(self, target, specs, *, glue, store, fingerprint, progress, beside=None, cuda=None):
         self.target, self.specs, self.glue, self.store = target, specs, glue, store
         self.fingerprint, self.progress, self.beside = fingerprint, progress, beside
+        self.cuda, self.cubins = cuda, {}   # (cname, arch) -> its cubin
         self.kernels = self._read(kernels_header_name(target.module))
         self.by_name = {spec.name: spec for spec in specs}
         self.results, self.sources, self.objects, self.shared, self.answer = {}, {}, [], {}, None
@@ -169,6 +173,11 @@ class Compilation:
             self._ready(data, source, obj, key, seconds)
         elif kind == "beside":
             self.answer = future.result()
+        elif kind == "cuda":
+            try:
+                self.cubins[key], _ = future.result()
+            except cuda.CudaError as error:
+                raise BuildError(str(error)) from None
         else:
             obj, seconds = future.result()
             self.objects.append(obj)
@@ -212,12 +221,23 @@ class Compilation:
         elif not small and self._compile_or_reuse(source, [text, self.kernels], flags, "function",
                                                   cost_of(self.by_name[name])):
             self.progress(f"  {name}: object cached")
+        if self.cuda is not None:
+            self._cuda_dialect(data)
         place = shared_file(self.by_name[name])
         if small:
             self.members[place].append(name)
         self.waiting[place].discard(name)
         if not self.waiting[place] and self.members[place]:
             self._together(place)
+
+    def _cuda_dialect(self, data):
+        """A function's CUDA dialect (its .cu file), and its compilation for each architecture asked."""
+        module, work, cname = self.target.module, self.target.work, data["cname"]
+        with open(os.path.join(work, cname + ".cu"), "w") as f:
+            f.write(render_cuda_function(module, data))
+        for arch in self.cuda:
+            self.jobs.append((cost_of(self.by_name[data["name"]]), ("cuda", (cname, arch), f"{cname}.cu for {arch}"),
+                              _timed, (cuda.compile_module_function, work, module, cname, arch)))
 
     def _together(self, place):
         """The file of the small functions that share `place`, all there now: its object."""

@@ -8,7 +8,6 @@ the compiler flags and the build key. Every file is named rbdgen_<module>_*, so 
 can shadow a system header.
 """
 
-import concurrent.futures
 import dataclasses
 import functools
 import hashlib
@@ -34,7 +33,7 @@ from .objects import BuildCache
 from .package import (BINDINGS, ENTRY_POINT_FLAGS, copy_binding, emit_cffi_source, link_extension, metadata,
                       python_extension_flags)
 from .glue import params_problem_declaration, render_batch, render_calls, render_casadi, render_info
-from .render import (build_info_declaration, cuda_header_name, kernels_header_name, render_cuda_function,
+from .render import (build_info_declaration, cuda_header_name, kernels_header_name,
                      render_cuda_header, render_header, render_kernels_header, signature)
 
 
@@ -151,13 +150,18 @@ class Build:
                                         self.contacts))
         target = Target(model, module, self.cse, work, tuple(flags), tuple(bodies), tuple(self.contacts),
                         costs.machine(tuple(flags)), self.descriptions)
-        datas, objects, shared, expected = Compilation(target, specs, glue=glue, store=store,
-                                                       fingerprint=self.fingerprint, progress=self.progress,
-                                                       beside=beside).run()
+        archs = None
+        if self.asked["cuda"]:   # the dialect's header first: NVRTC compiles each function as it is there
+            self._write(work, cuda_header_name(module), render_cuda_header(module))
+            archs = self.asked["cuda_arch"] or (cuda.present_architectures() if cuda.nvrtc_available() else [])
+        t0 = time.perf_counter()
+        compilation = Compilation(target, specs, glue=glue, store=store, fingerprint=self.fingerprint,
+                                  progress=self.progress, beside=beside, cuda=archs)
+        datas, objects, shared, expected = compilation.run()
         # the header again, now with each function's cost and workspace
         self._write(work, header, render_header(module, datas, model, self.frames, self.contacts))
-        if self.asked["cuda"]:
-            self._cuda(work, datas)
+        if archs is not None:
+            self._cubins(work, archs, compilation.cubins, time.perf_counter() - t0)
         copy_binding(work)
         with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
             json.dump(metadata(self, extension, datas), f, indent=1)
@@ -171,31 +175,19 @@ class Build:
         store.prune()
         return expected
 
-    def _cuda(self, work, datas):
-        """The CUDA dialect of every function (one .cu file each, and the dialect's header), and
-        their cubins for the architectures asked for, else for the GPUs present (none: compiled
-        at the first call on a GPU)."""
-        module = self.module
-        self._write(work, cuda_header_name(module), render_cuda_header(module))
-        for data in datas:
-            self._write(work, data["cname"] + ".cu", render_cuda_function(module, data))
-        archs = self.asked["cuda_arch"] or (cuda.present_architectures() if cuda.nvrtc_available() else [])
+    def _cubins(self, work, archs, cubins, seconds):
+        """The CUDA dialect's cubins for the architectures asked for, else for the GPUs present
+        (none: compiled at the first call on a GPU), kept in cuda/<arch>/."""
         if not archs:
             self.progress("CUDA sources written; compiled at the first call on a GPU (no GPU here with NVRTC, "
                           "and no --cuda-arch)")
             return
-        t0 = time.perf_counter()
-        jobs = [(data["cname"], arch) for arch in archs for data in datas]
-        try:
-            with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:   # (NVRTC releases the GIL)
-                cubins = list(pool.map(lambda job: cuda.compile_module_function(work, module, *job), jobs))
-        except cuda.CudaError as error:
-            raise BuildError(str(error)) from None
-        for (cname, arch), cubin in zip(jobs, cubins):
+        for (cname, arch), cubin in cubins.items():
             os.makedirs(os.path.join(work, "cuda", arch), exist_ok=True)
             with open(os.path.join(work, "cuda", arch, cname + ".cubin"), "wb") as f:
                 f.write(cubin)
-        self.progress(f"compiled the CUDA kernels for {', '.join(archs)} (NVRTC, {time.perf_counter() - t0:.1f} s)")
+        self.progress(f"compiled the CUDA kernels for {', '.join(archs)} (NVRTC, among the C's jobs: {seconds:.1f} s "
+                      "for both)")
 
     @staticmethod
     def _write(work, name, text):
