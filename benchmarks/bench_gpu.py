@@ -45,6 +45,12 @@ def gpu_ns(run, count, repeats):
     return statistics.median(times)
 
 
+def pipelined_ns(run, count, repeats, calls=20):
+    """ns per state of `calls` back-to-back runs (the host's work on one call overlapping the
+    GPU's on the one before, as in a loop of steps), median of `repeats`."""
+    return gpu_ns(lambda: [run() for _ in range(calls)], count * calls, repeats)
+
+
 def host_ns(run, count, repeats):
     run()
     times = []
@@ -246,7 +252,8 @@ def main():
         t0 = time.perf_counter()
         module = rbdgen.build(path, args.output, floating_base=floating, algorithms=FUNCTIONS, cuda=True)
         print(f"\n{robot}: built with CUDA in {time.perf_counter() - t0:.1f} s (nv {module.nv})")
-        print(f"{'function':18} {'B':>8} {'kernel':>9} {'torch':>9} {'C, host':>9} {'MJX f64':>9} {'MJX f32':>9}  ns/state")
+        print(f"{'function':18} {'B':>8} {'kernel':>9} {'torch':>9} {'torch, 20':>9} {'C, host':>9} {'MJX f64':>9} "
+              f"{'MJX f32':>9}  ns/state (torch, 20: twenty calls back to back)")
         for count in [int(s) for s in args.sizes.split(",")]:
             host, device = states(module, count, "cuda")
             mjx64 = mjx_runs(path, count, np.float64) if count in mjx_sizes else {}
@@ -257,10 +264,12 @@ def main():
                 kernel = gpu_ns(bare(module, name, device, count), count, args.repeats)
                 op = module.torch(name)
                 through = gpu_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
+                piped = pipelined_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
                 c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, 3) if count <= 131072 else 0.0
                 cells = [f"{gpu_ns(runs[name], count, args.repeats):9.2f}" if name in runs else f"{'':>9}"
                          for runs in (mjx64, mjx32)]
-                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {c:9.2f} {' '.join(cells)}", flush=True)
+                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {c:9.2f} {' '.join(cells)}",
+                      flush=True)
     if args.peers:
         peers(args)
     if args.parameters:

@@ -43,6 +43,29 @@ def test_operators_equal_the_module(bridge_modules, robot):
     assert np.array_equal(numpy(J), module.frame_jacobian(q, frame, "local_world_aligned"))
 
 
+def test_plain_calls_run_the_kernel_without_the_dispatcher(bridge_modules):
+    """Tensors that need no gradient run the op's kernel directly (PyTorch's autograd layer
+    for an op defined in Python costs more than a small batch's kernel); under autograd,
+    torch.func and torch.compile the op runs: equal values either way."""
+    import sys
+    module, model = bridge_modules["ur5"]
+    rnea = module.torch("rnea")
+    ops = sys.modules[module.__name__ + "._torch"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.tensor(rng.normal(size=(STATES, model.nv))) for _ in range(3))
+    assert ops._direct([q, v, a]) and not ops._direct([q.requires_grad_(), v, a])
+    with torch.no_grad():
+        assert ops._direct([q, v, a])
+    seen = []
+    torch.func.vmap(lambda x: seen.append(ops._direct([x])) or x)(v)
+    assert seen == [False]
+    through_op = rnea(q, v, a)
+    with torch.no_grad():
+        direct = rnea(q, v, a)
+    assert through_op.requires_grad and not direct.requires_grad
+    assert torch.equal(through_op.detach(), direct) and np.array_equal(numpy(direct), module.rnea(*map(numpy, (q, v, a))))
+
+
 @pytest.mark.parametrize("robot", ["ur5", "panda"])
 def test_gradients_pass_gradcheck(bridge_modules, robot):
     """Autograd from the generated derivatives against central differences: rnea, aba (their

@@ -43,8 +43,9 @@ class Operators:
             _DEFINED.add(qualified)
             head = "int body, " if d.per_body else ""
             library.define(f"{name}({head}" + ", ".join(f"Tensor {port.name}" for port in d.inputs) + ") -> Tensor")
-            library.impl(name, lambda *a: _run(function, d, a, "cpu"), "CPU")
-            library.impl(name, lambda *a: _run(function, d, a, "cuda"), "CUDA")
+            entry = getattr(m, function.public)   # the module's C entry point
+            library.impl(name, lambda *a: _run(function, d, a, entry), "CPU")
+            library.impl(name, lambda *a: _run(function, d, a, None), "CUDA")
             torch.library.register_fake(qualified)(lambda *a: _fake(function, d, a))
             torch.library.register_autograd(qualified, self._backward(d), setup_context=_setup)
             torch.library.register_vmap(qualified, lambda info, dims, *a: _vmap(self, d, info, dims, a))
@@ -113,6 +114,7 @@ class Operators:
         d = self.m._DESCRIPTIONS[name]
         op = self.op(name)
         function = self.m._FUNCTIONS.table[name]
+        kernels = {"cpu": getattr(self.m, function.public), "cuda": None}   # _run's
 
         def call(*values, params=None, **settings):
             body = None
@@ -126,8 +128,9 @@ class Operators:
             device = head.device
             args = []
             given = list(values) + [None] * (len(d.inputs) - len(values))
-            for k, port in enumerate(d.inputs):   # a setting not given: its default (a keyword names it)
-                if port.name in settings:
+            missing = settings or len(values) < len(d.inputs) or any(x is None for x in values)
+            for k, port in enumerate(d.inputs if missing else ()):   # a setting not given: its default
+                if port.name in settings:                           # (a keyword names it)
                     given[k] = settings.pop(port.name)
                 elif given[k] is None and port.broadcast:
                     given[k] = params
@@ -137,20 +140,38 @@ class Operators:
                 raise TypeError(f"{name}() got an unexpected keyword argument {next(iter(settings))!r}")
             for port, x in zip(d.inputs, given):
                 if port.per_state or (port.broadcast and x is not None and x.ndim > 1):
-                    x = x.reshape((-1, port.size))
+                    x = x if x.ndim == 2 else x.reshape((-1, port.size))   # (the kernel checks the size)
                 elif port.broadcast and x is None:
-                    x = self.nominal.setdefault(device, torch.as_tensor(self.m._PARAMETERS.nominal, device=device))
+                    if device not in self.nominal:
+                        self.nominal[device] = torch.as_tensor(self.m._PARAMETERS.nominal, device=device)
+                    x = self.nominal[device]
                 elif not isinstance(x, torch.Tensor):
                     x = torch.as_tensor(_np.ravel(_np.asarray(x, dtype=float)), device=device)
                 args.append(x)
-            flat = op(*(([body] if d.per_body else []) + args))
+            inputs = ([body] if d.per_body else []) + args
+            flat = _run(function, d, inputs, kernels[device.type]) if device.type in kernels and _direct(args) \
+                else op(*inputs)
             if d.scalar:
                 return flat.reshape(lead)
             if d.parts:
                 return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
-            return flat.reshape(lead + tuple(d.shape))
+            return flat if len(lead) == 1 and len(d.shape) == 1 else flat.reshape(lead + tuple(d.shape))
         call.__name__, call.__doc__ = name, d.public_doc
         return call
+
+
+def _direct(tensors):
+    """Whether a call may run the op's kernel itself rather than through PyTorch's dispatcher
+    (whose autograd layer for an op defined in Python costs more than the kernel on small
+    batches): plain tensors that need no gradient, outside torch.compile and torch.func."""
+    if _WRAPPED is None or torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    return all(type(x) is torch.Tensor and not (grad and x.requires_grad) and not _WRAPPED(x) for x in tensors)
+
+
+# (a private function of torch.func's: where it is missing, every call goes through the dispatcher)
+_WRAPPED = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
 
 
 def _given(arguments, ports, port, like):
@@ -167,7 +188,9 @@ def _setup(ctx, inputs, output):
     ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)], output)
 
 
-def _run(function, d, args, where):
+def _run(function, d, args, entry):
+    """The op's kernel: on the CPU, `entry` (the module's C entry point, which checks what it
+    is given as any call does); on the GPU (entry None), the CUDA dialect's kernel."""
     body, tensors = (args[0], args[1:]) if d.per_body else (None, args)
     count = tensors[function.first].shape[0]
     for port, x in zip(d.inputs, tensors):
@@ -175,13 +198,12 @@ def _run(function, d, args, where):
             raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
                             "float64 tensors (.double())")
     out = torch.empty((count, d.size), dtype=_F64, device=tensors[function.first].device)
-    shaped = out.view((count,) + (() if d.scalar else tuple(d.shape)))
+    shape = (count,) + (() if d.scalar else tuple(d.shape))
     tensors = [x.contiguous() for x in tensors]
-    if where == "cpu":
-        arrays = [x.numpy() for x in tensors]
-        function(body, arrays, shaped.numpy(), 0)
+    if entry is not None:
+        entry(*(() if body is None else (body,)), *[x.numpy() for x in tensors], out=out.numpy().reshape(shape))
     else:
-        _device.call(function, body, tensors, shaped)
+        _device.call(function, body, tensors, out.view(shape))
     return out
 
 
