@@ -131,10 +131,14 @@ _FUNCTION_MAX_THREADS, _FUNCTION_REGISTERS = 0, 4  # CU_FUNC_ATTRIBUTE_*
 
 def driver():
     """The CUDA driver (ctypes), initialized, or CudaError when this machine has none."""
+    lib = _LIBRARIES.get("driver")
+    if lib is not None:   # (every launch asks: no lock once it is there)
+        return lib
     with _LOCK:
         if "driver" not in _LIBRARIES:
             try:
                 lib = ctypes.CDLL("libcuda.so.1")
+                lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
                 _LIBRARIES["driver"] = lib if lib.cuInit(0) == 0 else None
             except OSError:
                 _LIBRARIES["driver"] = None
@@ -215,6 +219,9 @@ class Kernels:
         return cubin
 
     def function(self, device, cname):
+        loaded = self.loaded.get((device, cname))
+        if loaded is not None:
+            return loaded
         with self.lock:
             if (device, cname) not in self.loaded:
                 _use_device(device)
@@ -233,11 +240,12 @@ class Kernels:
         arguments: ctypes values (pointers as c_void_p, flags as c_int, the body as c_long)."""
         function, block = self.function(device, cname)
         _use_device(device)
-        values = [ctypes.c_long(n)] + list(arguments)
-        pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
-        grid = (n + block - 1) // block
-        _check(driver().cuLaunchKernel(function, ctypes.c_uint(grid), 1, 1, ctypes.c_uint(block), 1, 1, 0,
-                                       ctypes.c_void_p(stream), pointers, None), f"launching {cname}")
+        values = [ctypes.c_long(n), *arguments]
+        pointers = (ctypes.c_void_p * len(values))(*map(ctypes.addressof, values))
+        code = driver().cuLaunchKernel(function, (n + block - 1) // block, 1, 1, block, 1, 1, 0, stream or None,
+                                       pointers, None)
+        if code:
+            _check(code, f"launching {cname}")
 
 
 def compile_module_function(folder, module, cname, arch):
