@@ -200,8 +200,9 @@ def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
     import sys
     import rbdgen
     from helpers import robot_path
-    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["rnea", "aba", "frame_placement"],
-                          parameters=["payload:wrist_3_link"], cuda=True)
+    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=[
+        "rnea", "aba", "frame_placement", "frame_jacobian_local_world_aligned", "frame_velocity_local_world_aligned",
+        "frame_classical_acceleration_local_world_aligned"], parameters=["payload:wrist_3_link"], cuda=True)
     library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
     device = sys.modules[module.__name__ + "._device"]
     monkeypatch.setattr(device, "kind_of", lambda x: _HostKind(x) if isinstance(x, HostDevice) else None)
@@ -221,6 +222,15 @@ def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
         expected = module.frame_placement(q, frame, params=params)
         actual = module.frame_placement(on(q), frame, params=params if params is None or params.ndim == 1 else on(params))
         assert all(np.array_equal(np.asarray(x), y) for x, y in zip(actual, expected))
+    # the points: frame functions at a point, their rows sliced (point_gamma: q-ddot zero on the device)
+    point = [0.01, -0.02, 0.03]
+    for name, row in module._META["points"].items():
+        host = [dict(q=q, v=v, a=a)[s] for s in row["states"]]
+        expected = getattr(module, name)(*host, frame, point)
+        actual = getattr(module, name)(*map(on, host), frame, point)
+        assert isinstance(actual, HostDevice) and np.array_equal(np.asarray(actual), expected), name
+        out = np.empty_like(expected).view(HostDevice)
+        assert getattr(module, name)(*map(on, host), frame, point, out=out) is out and np.array_equal(out, expected)
 
 
 def test_device_path_marks_redundant_loops(tmp_path, monkeypatch):

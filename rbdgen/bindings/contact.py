@@ -372,6 +372,18 @@ def frame_function(family, states, default, doc, evaluate, references, *, lead=(
     return public_function(family, parameters, call, doc, module)
 
 
+def zeros_like(x):
+    """Zeros of x's shape and of its kind: on the GPU where x is a PyTorch, CuPy or JAX GPU
+    array (NumPy's zeros_like reaches CuPy's through __array_function__), else NumPy's."""
+    top = type(x).__module__.partition(".")[0]
+    if top == "torch":
+        return x.new_zeros(x.shape)
+    if top in ("jax", "jaxlib"):
+        import jax.numpy
+        return jax.numpy.zeros_like(x)
+    return np.zeros_like(x, dtype=float) if hasattr(x, "__array_function__") else np.zeros(np.shape(x))
+
+
 def point_function(name, row, evaluate, *, finish=None, lead=(), keywords=(), module=None):
     """The public function `name`(*lead, *states, frame, point, *keywords) of the function
     table's point `row` (its JSON: family, states, doc, reference, matrix, at_rest): the linear
@@ -390,7 +402,7 @@ def point_function(name, row, evaluate, *, finish=None, lead=(), keywords=(), mo
         given = dict(zip(names, values[len(values) - len(names):]))
         out = given.pop("out", None)
         if gamma:   # q-ddot zero: the acceleration's velocity term
-            state = state + (np.zeros(np.shape(state[-1])),)
+            state = state + (zeros_like(state[-1]),)
         value = evaluate(*values[:first], source, reference, frame, state, point=point, **given)
         linear = -value[..., :3] if gamma else value[..., :3, :] if matrix else value[..., :3]
         return finish(linear, out) if finish else linear

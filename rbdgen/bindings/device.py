@@ -168,6 +168,23 @@ def call(function, body, args, out):
     return out
 
 
+def settled(part, out):
+    """A slice of a device result (a point's rows of a frame quantity) as a contiguous array of
+    its kind, or copied into out= (a contiguous float64 array of its shape, on its device)."""
+    kind = kind_of(part)
+    if kind == "jax":
+        if out is not None:
+            raise ValueError("JAX arrays are immutable; out= is not for them")
+        return part
+    if out is None:
+        return kind.contiguous(part)
+    shape = tuple(part.shape)
+    if not (kind.same(out) and kind.is_float64(out) and tuple(out.shape) == shape and kind.contiguous(out) is out):
+        raise ValueError(f"out= must be a contiguous float64 array of shape {shape} on {kind.where(part)}")
+    out[...] = part
+    return out
+
+
 def _redundant_as_nan(kind, d, rows, damping):
     """A contact or loop solve's states whose pivots are not clearly positive (redundant
     constraints): NaN but the pivots, unless damped. The host raises there (_contact); on the

@@ -13,7 +13,6 @@
    results are the parts of the function's output in order: one is written in place, several
    are copied out of a scratch array (XLA gives each its own buffer). A shared input that
    differs between states (a vmap over dt) is run state by state. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -174,15 +173,25 @@ typedef int (*launch_t)(void *function, unsigned grid_x, unsigned grid_y, unsign
                         unsigned block_y, unsigned block_z, unsigned shared_bytes, void *stream, void **arguments,
                         void **extra);
 
+/* `message` (of `size` bytes) holds `a` then `b`, cut to fit */
+static const char *joined(char *message, size_t size, const char *a, const char *b)
+{
+    message[0] = '\0';
+    strncat(message, a, size - 1);
+    strncat(message, b, size - 1 - strlen(message));
+    return message;
+}
+
 static XLA_FFI_Error *pass_on(const XLA_FFI_Api *api, XLA_FFI_Error *error, const char *what)
 {
-    char message[256];
+    char message[256], head[96];
     XLA_FFI_Error_GetMessage_Args text;
     memset(&text, 0, sizeof text);
     text.struct_size = XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE;
     text.error = error;
     api->XLA_FFI_Error_GetMessage(&text);
-    snprintf(message, sizeof message, "rbdgen: %s: %s", what, text.message ? text.message : "failed");
+    joined(message, sizeof message, joined(head, sizeof head, "rbdgen: ", what), ": ");
+    strncat(message, text.message ? text.message : "failed", sizeof message - 1 - strlen(message));
     XLA_FFI_Error_Destroy_Args destroy;
     memset(&destroy, 0, sizeof destroy);
     destroy.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
@@ -260,9 +269,13 @@ XLA_FFI_Error *rbdgen_jax_cuda_call(XLA_FFI_CallFrame *frame)
     const rbdgen_cuda_kernel_t *kernel = &kernels[ordinal.device_ordinal];
     long grid = (n + kernel->block - 1) / kernel->block;
     int code = launch(kernel->function, (unsigned)grid, 1, 1, (unsigned)kernel->block, 1, 1, 0, stream, arguments, NULL);
-    if (code != 0) {
-        char message[128];
-        snprintf(message, sizeof message, "rbdgen: launching a kernel of %ld states failed (CUDA error %d)", n, code);
+    if (code != 0) {   /* the driver's code, in decimal */
+        char message[96], digits[12];
+        int k = (int)sizeof digits - 1;
+        digits[k] = '\0';
+        for (unsigned value = (unsigned)code; k > 0 && (value != 0 || k == (int)sizeof digits - 1); value /= 10)
+            digits[--k] = (char)('0' + value % 10);
+        joined(message, sizeof message, "rbdgen: launching a kernel failed: CUDA error ", digits + k);
         return failure(api, message);
     }
     return NULL;

@@ -149,6 +149,8 @@ def _frame_quantity(family, reference, frame, states, point=None, **keywords):
 
 def _into(part, out):
     """A slice of a frame quantity (a point's linear rows), in out= if given."""
+    if type(part) is not _np.ndarray and _function._device.kind_of(part) is not None:   # on a GPU
+        return _function._device.settled(part, out)
     if out is None:
         return _np.ascontiguousarray(part)
     out, target = _output(out, part.shape, ())
