@@ -81,7 +81,8 @@ def bare(module, name, device_states, count):
     cuda = import_module(module.__name__ + "._cuda")
     kernels = module._FUNCTIONS.kernels()
     nominal = torch.as_tensor(module._PARAMETERS.nominal, device="cuda")
-    args = [device_states[p.name] if p.per_state else nominal for p in d.inputs]
+    setting = lambda p: nominal if p.broadcast else torch.full((p.size,), float(p.default or 0), device="cuda")
+    args = [device_states[p.name] if p.per_state else setting(p) for p in d.inputs]
     out = torch.empty((count, d.size), dtype=torch.float64, device="cuda")
     pointers = []
     for p, x in zip(d.inputs, args):
@@ -164,20 +165,20 @@ def grid_check(path, module):
 def adam_runs(urdf, module, count, device):
     """adam's batched PyTorch (float64) on `count` states: {our function: run}, after checking
     that adam's joint block agrees with ours; {} without adam."""
+    rng = np.random.default_rng(2)
+    q, v = rng.uniform(-1, 1, (count, module.nq)), rng.normal(size=(count, module.nv))
     try:
         from adam.pytorch import KinDynComputationsBatch
         adam = KinDynComputationsBatch(urdf, list(module.joint_names), device=torch.device(device), dtype=torch.float64,
                                        gravity=torch.tensor([0, 0, -9.81, 0, 0, 0], dtype=torch.float64))
+        H = torch.eye(4, dtype=torch.float64, device=device).expand(count, 4, 4).contiguous()
+        Q, V = (torch.tensor(x, device=device) for x in (q, v))
+        base = torch.zeros(count, 6, dtype=torch.float64, device=device)
+        M = adam.mass_matrix(H, Q)[:4, 6:, 6:].cpu().numpy()
+        h = adam.bias_force(H, Q, base, V)[:4, 6:].cpu().numpy()
     except Exception as error:   # noqa: BLE001  (reported, and the column left out)
         print(f"  adam left out: {type(error).__name__}: {error}")
         return {}
-    rng = np.random.default_rng(2)
-    q, v = rng.uniform(-1, 1, (count, module.nq)), rng.normal(size=(count, module.nv))
-    H = torch.eye(4, dtype=torch.float64, device=device).expand(count, 4, 4).contiguous()
-    Q, V = (torch.tensor(x, device=device) for x in (q, v))
-    base = torch.zeros(count, 6, dtype=torch.float64, device=device)
-    M = adam.mass_matrix(H, Q)[:4, 6:, 6:].cpu().numpy()
-    h = adam.bias_force(H, Q, base, V)[:4, 6:].cpu().numpy()
     print(f"  adam against ours (4 states): M {np.abs(M - module.crba(q[:4])).max():.1e}, "
           f"bias {np.abs(h - module.rnea(q[:4], v[:4], np.zeros((4, module.nv)))).max():.1e}")
     return {"crba": lambda: adam.mass_matrix(H, Q), "rnea": lambda: adam.bias_force(H, Q, base, V)}
@@ -265,10 +266,11 @@ def main():
                 op = module.torch(name)
                 through = gpu_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
                 piped = pipelined_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
-                c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, 3) if count <= 131072 else 0.0
+                c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, 3) if count <= 131072 else None
                 cells = [f"{gpu_ns(runs[name], count, args.repeats):9.2f}" if name in runs else f"{'':>9}"
                          for runs in (mjx64, mjx32)]
-                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {c:9.2f} {' '.join(cells)}",
+                host_cell = f"{c:9.2f}" if c is not None else f"{'':>9}"
+                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {host_cell} {' '.join(cells)}",
                       flush=True)
     if args.peers:
         peers(args)

@@ -1,7 +1,8 @@
-/* GRiD's kernels timed on this GPU, for benchmarks/bench_gpu.py --grid (issue 47): GRiD's own
+/* GRiD's kernels timed on this GPU, for benchmarks/bench_gpu.py --peers (issue 47): GRiD's own
    generated header (grid.cuh, from GRiD's generator on a URDF: benchmarks/gpu_check.sh prepare)
-   included as it is, its compute-only entry points called as GRiD's benchmark calls them (one
-   block of SUGGESTED_THREADS a state), timed with CUDA events.
+   included as it is, its kernels launched as its compute-only entry points launch them (one
+   block of SUGGESTED_THREADS a state, its dynamic shared memory) but without their
+   cudaDeviceSynchronize, so that CUDA events time the kernel and not a host round trip.
 
        nvcc -std=c++17 -O3 -arch=sm_90 -DGRID_REAL=float -I DIR_OF_GRID_CUH benchmarks/grid_timing.cu -o grid_float
        ./grid_float 1024,16384,131072,1048576 REPEATS [CHECK_FILE]
@@ -48,6 +49,8 @@ template <typename Run>
 static double median_ns(Run run, int states, int repeats)
 {
     run();
+    gpuErrchk(cudaGetLastError());
+    gpuErrchk(cudaDeviceSynchronize());
     std::vector<double> times;
     cudaEvent_t start, stop;
     cudaEventCreate(&start);
@@ -61,6 +64,7 @@ static double median_ns(Run run, int states, int repeats)
         cudaEventElapsedTime(&ms, start, stop);
         times.push_back(1e6 * ms / states);
     }
+    gpuErrchk(cudaGetLastError());
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     std::sort(times.begin(), times.end());
@@ -78,12 +82,19 @@ static void time_all(const std::vector<int> &sizes, int repeats)
         grid::gridData<T> *data = grid::init_gridData<T>(states);
         fill(data, states, 47u);
         dim3 blocks(states, 1, 1);
+        const int stride = 3 * NUM_JOINTS;   /* q, qd, u of a state, one after another */
+        const size_t real = sizeof(T);
         struct { const char *name; double ns; } rows[] = {
-            {"ID", median_ns([&] { grid::inverse_dynamics_compute_only<T, true, false>(data, model, gravity, states, blocks, threads); }, states, repeats)},
-            {"Minv", median_ns([&] { grid::direct_minv_compute_only<T, false>(data, model, states, blocks, threads); }, states, repeats)},
-            {"FD", median_ns([&] { grid::forward_dynamics_compute_only<T>(data, model, gravity, states, blocks, threads); }, states, repeats)},
-            {"dID", median_ns([&] { grid::inverse_dynamics_gradient_compute_only<T, true, false>(data, model, gravity, states, blocks, threads); }, states, repeats)},
-            {"dFD", median_ns([&] { grid::forward_dynamics_gradient_compute_only<T, false>(data, model, gravity, states, blocks, threads); }, states, repeats)},
+            {"ID", median_ns([&] { grid::inverse_dynamics_kernel<T><<<blocks, threads, grid::ID_DYNAMIC_SHARED_MEM_COUNT * real>>>(
+                data->d_c, data->d_q_qd_u, stride, data->d_qdd, model, gravity, states); }, states, repeats)},
+            {"Minv", median_ns([&] { grid::direct_minv_kernel<T><<<blocks, threads, grid::MINV_DYNAMIC_SHARED_MEM_COUNT * real>>>(
+                data->d_Minv, data->d_q_qd_u, stride, model, states); }, states, repeats)},
+            {"FD", median_ns([&] { grid::forward_dynamics_kernel<T><<<blocks, threads, grid::FD_DYNAMIC_SHARED_MEM_COUNT * real>>>(
+                data->d_qdd, data->d_q_qd_u, stride, model, gravity, states); }, states, repeats)},
+            {"dID", median_ns([&] { grid::inverse_dynamics_gradient_kernel<T><<<blocks, threads, grid::ID_DU_DYNAMIC_SHARED_MEM_COUNT * real>>>(
+                data->d_dc_du, data->d_q_qd_u, stride, data->d_qdd, model, gravity, states); }, states, repeats)},
+            {"dFD", median_ns([&] { grid::forward_dynamics_gradient_kernel<T><<<blocks, threads, grid::FD_DU_DYNAMIC_SHARED_MEM_COUNT * real>>>(
+                data->d_df_du, data->d_q_qd_u, stride, model, gravity, states); }, states, repeats)},
         };
         for (auto &row : rows)
             printf("GRiD %s %s %d %.4f\n", row.name, NAME(GRID_REAL), states, row.ns);
@@ -155,6 +166,10 @@ int main(int argc, char **argv)
     for (char *s = strtok(argv[1], ","); s != NULL; s = strtok(NULL, ","))
         sizes.push_back(atoi(s));
     int repeats = atoi(argv[2]);
+    if (sizes.empty() || repeats < 1) {
+        fprintf(stderr, "%s: give sizes and at least one repeat\n", argv[0]);
+        return 2;
+    }
     if (argc > 3)
         check(argv[3]);
     time_all<Real>(sizes, repeats);
