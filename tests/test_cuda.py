@@ -332,6 +332,18 @@ def test_jax_gpu_branch_on_the_host(bridge_modules, tmp_path, monkeypatch):
     tau = rng.normal(size=(4, model.nv))
     tangents = [jax.jvp(bridge.make("aba"), (q, v, tau), (v, tau, q)) for bridge in (cpu, gpu)]
     assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(*tangents))
+    # no kernels (built without CUDA, or NVRTC or the driver failed): the GPU's branch says why
+    # when it runs, and not before (on a GPU machine the CPU's branch still runs)
+    for kernels, why in ((type("Unbuilt", (), {"built": False})(), "built without CUDA"),
+                         (type("Failing", (), {"built": True, "function": lambda self, ordinal, cname: (_ for _ in ()).throw(
+                             sys.modules[module.__name__ + "._cuda"].CudaError("NVRTC could not compile it"))})(),
+                          "NVRTC could not compile it")):
+        monkeypatch.setattr(module._FUNCTIONS, "_kernels", kernels)
+        gpu.gpu.tables.clear()
+        gpu.gpu.reasons.clear()
+        function = gpu.function("rnea")   # (made without an error)
+        with pytest.raises(Exception, match=why):
+            jax.block_until_ready(jax.jit(function)(q, v, tau))
 
 
 class _FakeDeviceArray:

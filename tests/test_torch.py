@@ -64,6 +64,30 @@ def test_plain_calls_run_the_kernel_without_the_dispatcher(bridge_modules):
         direct = rnea(q, v, a)
     assert through_op.requires_grad and not direct.requires_grad
     assert torch.equal(through_op.detach(), direct) and np.array_equal(numpy(direct), module.rnea(*map(numpy, (q, v, a))))
+    traced = torch.jit.trace(lambda q, v, a: rnea(q, v, a), (q.detach(), v, a), check_trace=False)   # records the op
+    other = [x + 0.5 for x in (q.detach(), v, a)]
+    assert np.array_equal(numpy(traced(*other)), module.rnea(*map(numpy, other)))
+
+
+def test_operators_with_model_parameters(tmp_path):
+    """A module built with parameters: params left out (nominal), one set for the batch and one
+    per state, through rnea (whose module function takes f_ext before params) and aba, plain
+    and under autograd: equal to the module."""
+    import rbdgen
+    from helpers import robot_path
+    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["rnea", "aba", "rnea_fext"],
+                          parameters=["payload:wrist_3_link"])
+    rng = np.random.default_rng(SEED)
+    q, v, a = rng.normal(size=(3, STATES, 6))
+    nominal = np.asarray(module.nominal_params)
+    for params in (None, nominal * 1.3, nominal * (1 + 0.1 * rng.random((STATES, nominal.size)))):
+        for name in ("rnea", "aba"):
+            expected = getattr(module, name)(q, v, a, params=params)
+            given = None if params is None else torch.tensor(params)
+            plain = module.torch(name)(*map(torch.tensor, (q, v, a)), params=given)
+            tracked = module.torch(name)(*(torch.tensor(x, requires_grad=True) for x in (q, v, a)), params=given)
+            assert np.array_equal(numpy(plain), expected) and not plain.requires_grad, name
+            assert np.array_equal(numpy(tracked), expected) and tracked.requires_grad, name
 
 
 @pytest.mark.parametrize("robot", ["ur5", "panda"])

@@ -177,6 +177,17 @@ def architecture(ordinal=0):
     return f"sm_{major.value}{minor.value}"
 
 
+def present_architectures_apart():
+    """present_architectures(), asked of a process of its own: a build forks its workers after,
+    and a process that has initialized the driver should not fork."""
+    import subprocess
+    try:
+        done = subprocess.run([sys.executable, os.path.abspath(__file__)], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(a for a in done.stdout.split() if a.startswith("sm_"))
+
+
 def present_architectures():
     """The sm_XX of this machine's GPUs ([] without a driver or GPU)."""
     try:
@@ -256,3 +267,7 @@ def compile_module_function(folder, module, cname, arch):
     source = os.path.join(folder, f"{cname}.cu")
     with open(source) as f:
         return compile_cuda(f.read(), os.path.basename(source), {header: header_text}, arch)
+
+
+if __name__ == "__main__":   # (present_architectures_apart's process)
+    print(" ".join(present_architectures()))

@@ -1,6 +1,6 @@
 /* The XLA FFI handler through which JAX calls a generated module's C (robot.jax): fixed code,
    the same for every robot, compiled against jaxlib's XLA FFI C API on a module's first
-   robot.jax() call (rbdgen/bindings/jax.py).
+   robot.jax() call (the module's _jax_ffi.py).
 
    One handler serves every function. Its attributes say which: `kernel` and `batch`, the
    addresses of the function's uniform entry and of its batch form (<fn>_eval, <fn>_eval_batch
@@ -94,7 +94,7 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
     int nparts = (int)frame->rets.size;
     if (kernel == NULL || batch == NULL || ninputs < 1 || ninputs > MAX_INPUTS
             || nparts < 1 || nparts > MAX_PARTS)
-        return failure(api, "rbdgen: a call of the JAX handler that rbdgen's jax.py did not make");
+        return failure(api, "rbdgen: a call of the JAX handler that rbdgen's _jax.py did not make");
 
     const XLA_FFI_Buffer *first = (const XLA_FFI_Buffer *)frame->rets.rets[0];
     double *part[MAX_PARTS];
@@ -154,14 +154,20 @@ XLA_FFI_Error *rbdgen_jax_call(XLA_FFI_CallFrame *frame)
 }
 
 
-/* The handler for the CUDA platform (robot.jax on a GPU: rbdgen/bindings/jax_cuda.py): one
-   launch of the function's batch kernel (the module's CUDA dialect) on XLA's stream, on device
-   buffers, with no copy through the host. Its attributes: `kernels`, the address of a table of
-   the kernel loaded on each device (rbdgen_cuda_kernel_t, indexed by XLA's device ordinal; 0 when
-   the module was built without CUDA), `devices` its length, `launch` the address of the driver's
-   cuLaunchKernel (so this file needs no CUDA header or library), `per_body` and `body` (a
-   frame function's kernel takes the body after n), `flagged` (a bit per input that is not a state: the kernel takes an int after it, 0
-   here: JAX gives every state its own row) and `stream` (-1: XLA's; tests on the CPU name one).
+/* The handler for the CUDA platform (robot.jax on a GPU: the module's _jax_ffi.py): one launch
+   of the function's batch kernel (the module's CUDA dialect) on XLA's stream, on device buffers,
+   with no copy through the host. Its attributes:
+     kernels   the address of a table of the kernel loaded on each device (rbdgen_cuda_kernel_t,
+               indexed by XLA's device ordinal), or 0 when there are none: then `reason`, the
+               address of the message that says why, is the error;
+     devices   the table's length;
+     launch, context_of, push, pop: the addresses of the driver's cuLaunchKernel,
+               cuStreamGetCtx, cuCtxPushCurrent and cuCtxPopCurrent (so this file needs no CUDA
+               header or library): the stream's context is made current around the launch;
+     per_body, body: a frame function's kernel takes the body after n;
+     flagged   a bit per input that is not a state: the kernel takes an int after it, 0 here
+               (JAX gives every state its own row);
+     stream    -1: XLA's (tests on the CPU name one, with no context calls).
    The result is the function's whole output, (..., size); the Python side slices its parts. */
 
 typedef struct {
@@ -172,6 +178,9 @@ typedef struct {
 typedef int (*launch_t)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                         unsigned block_y, unsigned block_z, unsigned shared_bytes, void *stream, void **arguments,
                         void **extra);
+typedef int (*context_of_t)(void *stream, void **context);
+typedef int (*push_t)(void *context);
+typedef int (*pop_t)(void **context);
 
 /* `message` (of `size` bytes) holds `a` then `b`, cut to fit */
 static const char *joined(char *message, size_t size, const char *a, const char *b)
@@ -212,12 +221,15 @@ XLA_FFI_Error *rbdgen_jax_cuda_call(XLA_FFI_CallFrame *frame)
     long body = (long)attribute(&frame->attrs, "body", -1);
     int64_t flagged = attribute(&frame->attrs, "flagged", 0);
     int64_t stream_given = attribute(&frame->attrs, "stream", -1);
+    const char *reason = (const char *)(uintptr_t)attribute(&frame->attrs, "reason", 0);
+    context_of_t context_of = (context_of_t)(uintptr_t)attribute(&frame->attrs, "context_of", 0);
+    push_t push = (push_t)(uintptr_t)attribute(&frame->attrs, "push", 0);
+    pop_t pop = (pop_t)(uintptr_t)attribute(&frame->attrs, "pop", 0);
     int ninputs = (int)frame->args.size;
     if (kernels == NULL)
-        return failure(api, "rbdgen: this module was built without CUDA: rebuild it with rbdgen build --cuda, "
-                            "or call its JAX functions on the CPU (jax.default_device(jax.devices(\"cpu\")[0]))");
+        return failure(api, reason != NULL ? reason : "rbdgen: this module has no CUDA kernels here");
     if (launch == NULL || ninputs < 1 || ninputs > MAX_INPUTS || frame->rets.size != 1)
-        return failure(api, "rbdgen: a call of the JAX handler that rbdgen's jax_cuda.py did not make");
+        return failure(api, "rbdgen: a call of the JAX handler that rbdgen's _jax_ffi.py did not make");
 
     XLA_FFI_DeviceOrdinal_Get_Args ordinal;
     memset(&ordinal, 0, sizeof ordinal);
@@ -267,8 +279,15 @@ XLA_FFI_Error *rbdgen_jax_cuda_call(XLA_FFI_CallFrame *frame)
     if (n == 0)
         return NULL;
     const rbdgen_cuda_kernel_t *kernel = &kernels[ordinal.device_ordinal];
+    if (kernel->function == NULL || kernel->block <= 0)
+        return failure(api, "rbdgen: a JAX call on a GPU whose kernels were not loaded");
     long grid = (n + kernel->block - 1) / kernel->block;
+    void *context = NULL;
+    int pushed = stream_given == -1 && context_of != NULL && push != NULL && pop != NULL
+                 && context_of(stream, &context) == 0 && push(context) == 0;
     int code = launch(kernel->function, (unsigned)grid, 1, 1, (unsigned)kernel->block, 1, 1, 0, stream, arguments, NULL);
+    if (pushed)
+        pop(&context);
     if (code != 0) {   /* the driver's code, in decimal */
         char message[96], digits[12];
         int k = (int)sizeof digits - 1;

@@ -61,7 +61,7 @@ class _Kernel(ctypes.Structure):
 def gpu_ordinals():
     """The CUDA ordinals of the GPUs JAX uses ([] where JAX has no GPU backend)."""
     try:
-        return sorted(d.local_hardware_id for d in jax.local_devices(backend="gpu"))
+        return sorted(d.local_hardware_id for d in jax.local_devices(backend="cuda"))
     except RuntimeError:
         return []
 
@@ -76,36 +76,51 @@ class Launcher:
         jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform="CUDA" if platform == "cuda" else platform)
         self.ordinals = gpu_ordinals()
         self.tables = {}   # cname -> a _Kernel per device ordinal (kept alive: the handler reads it)
+        self.reasons = {}  # cname -> why it has no kernels (kept alive: the handler reads it)
         self.stream = -1   # XLA's
         self.launch = None
+        self.context = {"context_of": 0, "push": 0, "pop": 0}
 
     def table(self, cname):
-        """The address of cname's kernels on JAX's GPUs and their count; (0, 0) when the
-        module was built without CUDA (the handler then says so, on a GPU only)."""
+        """(the address of cname's kernels on JAX's GPUs, their count, 0), or (0, 0, the address
+        of why there are none): a module built without CUDA, a kernel NVRTC or the driver could
+        not make. That is the handler's error when the call runs on a GPU, and no error on the
+        CPU, whose branch XLA lowers instead."""
         kernels = self.m._FUNCTIONS.kernels()
-        if not kernels.built or not self.ordinals:
-            return 0, 0
-        if cname not in self.tables:
-            table = (_Kernel * (max(self.ordinals) + 1))()
-            for ordinal in self.ordinals:
-                function, block = kernels.function(ordinal, cname)
-                table[ordinal] = _Kernel(getattr(function, "value", function), block)
-            self.tables[cname] = table
-        return ctypes.addressof(self.tables[cname]), len(self.tables[cname])
+        if cname not in self.tables and cname not in self.reasons:
+            try:
+                if not kernels.built:
+                    raise _cuda.CudaError("this module was built without CUDA: rebuild it with rbdgen build --cuda, "
+                                          'or run its JAX functions on the CPU (jax.default_device(jax.devices("cpu")[0]))')
+                table = (_Kernel * (max(self.ordinals) + 1))()
+                for ordinal in self.ordinals:
+                    function, block = kernels.function(ordinal, cname)
+                    table[ordinal] = _Kernel(getattr(function, "value", function), block)
+                self.tables[cname] = table
+            except _cuda.CudaError as error:
+                self.reasons[cname] = ctypes.create_string_buffer(f"rbdgen: {error}".encode())
+        if cname in self.reasons:
+            return 0, 0, ctypes.addressof(self.reasons[cname])
+        return ctypes.addressof(self.tables[cname]), len(self.tables[cname]), 0
 
     def branch(self, d, body, lead, parts):
         """{platform: the function of d's inputs (..., size), broadcast to `lead`, that launches
         its kernel}: its whole output in one buffer, sliced into d's parts as the CPU's handler
         returns them (separate buffers)."""
         if self.launch is None:
-            self.launch = ctypes.cast(_cuda.driver().cuLaunchKernel, ctypes.c_void_p).value if self.ordinals else 0
-        table, devices = self.table(d.cname)
+            driver = _cuda.driver()
+            address = lambda name: ctypes.cast(getattr(driver, name), ctypes.c_void_p).value
+            self.launch = address("cuLaunchKernel")
+            self.context = {"context_of": address("cuStreamGetCtx"), "push": address("cuCtxPushCurrent_v2"),
+                            "pop": address("cuCtxPopCurrent_v2")}
+        table, devices, reason = self.table(d.cname)
         flagged = sum(1 << k for k, port in enumerate(d.inputs) if not port.per_state)
 
         def launch(*xs):
             out = jax.ffi.ffi_call(self.target, jax.ShapeDtypeStruct(lead + (d.size,), jnp.float64),
                                    vmap_method="broadcast_all")(
-                *xs, kernels=np.int64(table), devices=np.int64(devices), launch=np.int64(self.launch),
+                *xs, kernels=np.int64(table), devices=np.int64(devices), reason=np.int64(reason),
+                launch=np.int64(self.launch), **{k: np.int64(v) for k, v in self.context.items()},
                 per_body=np.int64(d.per_body), body=np.int64(body), flagged=np.int64(flagged),
                 stream=np.int64(self.stream))
             return [out[..., start:stop] for start, stop, _ in parts]

@@ -10,6 +10,7 @@ it takes one state (n,) or any leading dimensions, and returns the module's shap
 
 import numpy as _np
 import torch
+import torch.utils._python_dispatch as _dispatch
 
 from . import _description, _device
 
@@ -143,7 +144,7 @@ class Operators:
                     x = x if x.ndim == 2 else x.reshape((-1, port.size))   # (the kernel checks the size)
                 elif port.broadcast and x is None:
                     if device not in self.nominal:
-                        self.nominal[device] = torch.as_tensor(self.m._PARAMETERS.nominal, device=device)
+                        self.nominal[device] = torch.tensor(_np.array(self.m._PARAMETERS.nominal), device=device)
                     x = self.nominal[device]
                 elif not isinstance(x, torch.Tensor):
                     x = torch.as_tensor(_np.ravel(_np.asarray(x, dtype=float)), device=device)
@@ -163,14 +164,25 @@ class Operators:
 def _direct(tensors):
     """Whether a call may run the op's kernel itself rather than through PyTorch's dispatcher
     (whose autograd layer for an op defined in Python costs more than the kernel on small
-    batches): plain tensors that need no gradient, outside torch.compile and torch.func."""
-    if _WRAPPED is None or torch.compiler.is_compiling():
+    batches): plain tensors that need no gradient, outside torch.compile, torch.func, tracing
+    (torch.jit.trace, ONNX export) and PyTorch's modes, each of which must see the op."""
+    if _WRAPPED is None or torch.compiler.is_compiling() or torch.jit.is_tracing() or _mode_active():
         return False
     grad = torch.is_grad_enabled()
     return all(type(x) is torch.Tensor and not (grad and x.requires_grad) and not _WRAPPED(x) for x in tensors)
 
 
-# (a private function of torch.func's: where it is missing, every call goes through the dispatcher)
+def _mode_active():
+    """Whether a TorchFunctionMode or TorchDispatchMode is on (where PyTorch lacks the private
+    functions that say so, as if one were)."""
+    try:
+        return torch._C._is_torch_function_mode_enabled() or _dispatch._get_current_dispatch_mode() is not None
+    except AttributeError:
+        return True
+
+
+# (private functions of torch.func's and of the modes': where they are missing, every call goes
+# through the dispatcher)
 _WRAPPED = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
 
 
@@ -200,8 +212,10 @@ def _run(function, d, args, entry):
     out = torch.empty((count, d.size), dtype=_F64, device=tensors[function.first].device)
     shape = (count,) + (() if d.scalar else tuple(d.shape))
     tensors = [x.contiguous() for x in tensors]
-    if entry is not None:
-        entry(*(() if body is None else (body,)), *[x.numpy() for x in tensors], out=out.numpy().reshape(shape))
+    if entry is not None:   # (the parameters by keyword: rnea and aba take f_ext and passive before them)
+        arrays = [x.numpy() for x in tensors]
+        entry(*(() if body is None else (body,)), *[x for x, port in zip(arrays, d.inputs) if not port.broadcast],
+              **{port.name: x for x, port in zip(arrays, d.inputs) if port.broadcast}, out=out.numpy().reshape(shape))
     else:
         _device.call(function, body, tensors, out.view(shape))
     return out

@@ -121,7 +121,8 @@ class Compilation:
         work = self.target.work
         # the glue includes the module's headers, the entry points' code and (calls.c, cffi's
         # wrappers) Python's and NumPy's headers, whose versions stand for them
-        glue_includes = [self._read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") or
+        glue_includes = [self._read(name) for name in sorted(os.listdir(work)) if name.endswith(".h") and not
+                         name.endswith("_cuda.h") or
                          name in ("rbdgen_entry_points.c", "rbdgen_arrays.c")] + [python_abi(), numpy.__version__]
         for name, glue_flags in self.glue.items():
             self._compile_or_reuse(os.path.join(work, name), [self._read(name)] + glue_includes, glue_flags, "glue",

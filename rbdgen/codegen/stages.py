@@ -153,7 +153,7 @@ class Build:
         archs = None
         if self.asked["cuda"]:   # the dialect's header first: NVRTC compiles each function as it is there
             self._write(work, cuda_header_name(module), render_cuda_header(module))
-            archs = self.asked["cuda_arch"] or (cuda.present_architectures() if cuda.nvrtc_available() else [])
+            archs = self.asked["cuda_arch"] or (cuda.present_architectures_apart() if cuda.nvrtc_available() else [])
         t0 = time.perf_counter()
         compilation = Compilation(target, specs, glue=glue, store=store, fingerprint=self.fingerprint,
                                   progress=self.progress, beside=beside, cuda=archs)
