@@ -8,7 +8,8 @@ Medians of --repeats timed runs after a warm-up. Then, as asked:
                  and adam's batched PyTorch (mass_matrix for crba, bias_force for rnea: a = 0,
                  free base), where adam is installed;
   --parameters   Panda with every inertial parameter per state (inertia:all, B x np);
-  --build        Panda's default build without and with the CUDA target.
+  --build        Panda's default build without and with the CUDA target;
+  --registers    each kernel with its registers capped (64,128: NVRTC's --maxrregcount).
 
     python benchmarks/bench_gpu.py [--robots panda,talos] [--sizes 1024,16384,131072,1048576]
 """
@@ -73,13 +74,13 @@ def states(module, count, device):
     return host, {k: torch.tensor(x, device=device) for k, x in host.items()}
 
 
-def bare(module, name, device_states, count):
+def bare(module, name, device_states, count, kernels=None):
     """The kernel alone: pointers of CUDA tensors, launched on the current stream."""
     from importlib import import_module
     function = module._FUNCTIONS.table[name]
     d = function.description
     cuda = import_module(module.__name__ + "._cuda")
-    kernels = module._FUNCTIONS.kernels()
+    kernels = kernels or module._FUNCTIONS.kernels()
     nominal = torch.as_tensor(module._PARAMETERS.nominal, device="cuda")
     setting = lambda p: nominal if p.broadcast else torch.full((p.size,), float(p.default or 0), device="cuda")
     args = [device_states[p.name] if p.per_state else setting(p) for p in d.inputs]
@@ -92,6 +93,32 @@ def bare(module, name, device_states, count):
     pointers.append(cuda.ctypes.c_void_p(out.data_ptr()))
     stream = torch.cuda.current_stream().cuda_stream
     return lambda: kernels.launch(0, d.cname, stream, pointers, count)
+
+
+def capped(module, cap):
+    """The module's kernels compiled with at most `cap` registers a thread (NVRTC's
+    --maxrregcount; ptxas keeps the rest in local memory): more threads an SM, more traffic."""
+    from importlib import import_module
+    cuda = import_module(module.__name__ + "._cuda")
+
+    class Capped(cuda.Kernels):
+        def cubin(self, cname, arch):
+            header = f"rbdgen_{self.module}_cuda.h"
+            with open(os.path.join(self.folder, header)) as f:
+                headers = {header: f.read()}
+            with open(os.path.join(self.folder, cname + ".cu")) as f:
+                return cuda.compile_cuda(f.read(), cname + ".cu", headers, arch, extra=(f"--maxrregcount={cap}",))
+    return Capped(module._HERE, module._META["module"])
+
+
+def registers(module, names, count, caps, repeats):
+    """ns a state of each kernel as compiled, and with its registers capped."""
+    _, device = states(module, count, "cuda")
+    print(f"  registers capped ({count} states), ns/state: " + " ".join(f"{c:>7}" for c in ["as is", *caps]))
+    kernels = [None] + [capped(module, cap) for cap in caps]
+    for name in names:
+        times = [gpu_ns(bare(module, name, device, count, k), count, repeats) for k in kernels]
+        print(f"  {name:18} " + " ".join(f"{t:7.2f}" for t in times), flush=True)
 
 
 def mjx_runs(path, count, dtype):
@@ -245,6 +272,7 @@ def main():
     parser.add_argument("--grid-check", help="grid_timing's check file")
     parser.add_argument("--parameters", action="store_true")
     parser.add_argument("--build", action="store_true")
+    parser.add_argument("--registers", default="", help="register caps to try at 131 072 states, as 64,128")
     args = parser.parse_args()
     print(f"GPU: {torch.cuda.get_device_name()}, host: {os.cpu_count()} cores, torch {torch.__version__}")
     mjx_sizes = [int(x) for x in args.mjx_sizes.split(",") if x]
@@ -272,6 +300,8 @@ def main():
                 host_cell = f"{c:9.2f}" if c is not None else f"{'':>9}"
                 print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {host_cell} {' '.join(cells)}",
                       flush=True)
+        if args.registers:
+            registers(module, FUNCTIONS, 131072, [int(c) for c in args.registers.split(",")], args.repeats)
     if args.peers:
         peers(args)
     if args.parameters:

@@ -58,9 +58,11 @@ run)
             peers=(--peers .gpu/grid/iiwa.urdf --grid-results "$out/grid_float.txt,$out/grid_double.txt"
                    --grid-check "$out/grid_check.txt")
         fi
-        python3 benchmarks/bench_gpu.py --robots panda "${peers[@]}" --parameters 2>&1 | tee "$out/bench_panda.txt" ;;
+        python3 benchmarks/bench_gpu.py --robots panda "${peers[@]}" --parameters --registers 64,128 2>&1 \
+            | tee "$out/bench_panda.txt" ;;
     talos)
-        python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build 2>&1 | tee "$out/bench_talos.txt" ;;
+        python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build --registers 128 2>&1 \
+            | tee "$out/bench_talos.txt" ;;
     *)
         echo "usage: $0 run tests|bench|talos" >&2; exit 2 ;;
     esac ;;

@@ -90,8 +90,9 @@ def _strings(texts):
     return (ctypes.c_char_p * max(1, len(texts)))(*[t.encode() for t in texts])
 
 
-def compile_cuda(source, name, headers, arch):
-    """CUDA source -> the cubin for `arch` ("sm_90"): bytes. headers {include name: text}."""
+def compile_cuda(source, name, headers, arch, extra=()):
+    """CUDA source -> the cubin for `arch` ("sm_90"): bytes. headers {include name: text};
+    extra: more NVRTC options (benchmarks/bench_gpu.py tries --maxrregcount)."""
     lib = nvrtc()
     program = ctypes.c_void_p()
     names = list(headers)
@@ -99,7 +100,7 @@ def compile_cuda(source, name, headers, arch):
     check(lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), len(names),
                                  _strings([headers[n] for n in names]), _strings(names)), "create")
     try:
-        options = [f"--gpu-architecture={arch}", "--std=c++17", "--device-as-default-execution-space"]
+        options = [f"--gpu-architecture={arch}", "--std=c++17", "--device-as-default-execution-space", *extra]
         check(lib.nvrtcCompileProgram(program, len(options), _strings(options)), "compile")
         size = ctypes.c_size_t()
         check(lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "read the cubin of")
