@@ -226,7 +226,9 @@ def test_free_flyer_differentiates_in_v_not_q(bridge_modules):
 def test_errors(bridge_modules):
     module, model = bridge_modules["ur5"]
     x = bridge_inputs(model, 11)
-    with pytest.raises(ValueError, match="no derivative of crba"):
+    with pytest.raises(ValueError, match="no derivative of kinetic_energy"):
+        jax.jacfwd(module.jax("kinetic_energy"))(x["q"], x["v"])
+    with pytest.raises(ValueError, match="rebuild it with crba_derivatives"):
         jax.jacfwd(module.jax("crba"))(x["q"])
     with pytest.raises(ValueError, match="not a function of this module"):
         module.jax("rnae")

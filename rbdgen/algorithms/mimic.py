@@ -65,6 +65,14 @@ def christoffel(model, ops, q):
     return mimic.reduce_christoffel(model, _christoffel.christoffel(model.full, ops, _q(model, q)))
 
 
+def crba_derivatives(model, ops, q):
+    """dM/dq, [i][j][k] = d M[i][j] / d q[k] in the tangent space: Gamma[i][j][k] + Gamma[j][i][k],
+    since M-dot = C + C^T for every v, C[i][j] = sum_k Gamma[i][j][k] v[k]."""
+    gamma = christoffel(model, ops, q)
+    n = model.nv
+    return [[[gamma[i][j][k] + gamma[j][i][k] for k in range(n)] for j in range(n)] for i in range(n)]
+
+
 # ------------------------------------------------------------ forward dynamics, M^-1 -----
 
 def aba(model, ops, q, v, tau, f_ext=None):

@@ -28,8 +28,10 @@ class Bridge:
 
     def __init__(self, module):
         self.m = module
-        self.target = f"rbdgen_{module._META['module']}"
-        jax.ffi.register_ffi_target(self.target, jax.ffi.pycapsule(_jax_ffi.handler()), platform="cpu")
+        # one name for each handler's library: builds of one robot in other folders load their own
+        handler = _jax_ffi.handler()
+        self.target = f"rbdgen_{module._META['module']}_{handler:x}"
+        jax.ffi.register_ffi_target(self.target, jax.ffi.pycapsule(handler), platform="cpu")
         self.made, self.gpu = {}, None
         if _jax_ffi.gpu_ordinals():   # JAX has GPUs: the CUDA platform's branch too
             self.gpu = _jax_ffi.Launcher(module, _jax_ffi.handler("rbdgen_jax_cuda_call"), self.target + "_cuda")
@@ -225,8 +227,9 @@ class Bridge:
         outputs = list(dict.fromkeys(block.output for block in d.jacobians[0]))   # every choice's
         blocks = {(block.output, block.input): block for block in choice}
 
-        def rule(primals, tangents):
+        def rule(primals, tangents, value=None):
             given = dict(zip(d.names, primals))
+            lead = jnp.shape(primals[0])[:-1]
             computed = {}
 
             def value_of(source, part):
@@ -250,8 +253,14 @@ class Bridge:
                     if block is None:
                         raise ValueError(f"JAX: {name} has no derivative with respect to {x}")
                     self.require(block.function, name)
-                    terms.append(jnp.einsum("...ij,...j->...i", value_of(block.function, block.part)[..., block.row:, :], t))
-                result.append(sum(terms[1:], terms[0]) if terms else None)
+                    source = value_of(block.function, block.part)   # (its part as a matrix of t's columns)
+                    source = source.reshape(lead + (-1, source.shape[-1]))[..., block.row:, :]
+                    term = jnp.einsum("...ij,...j->...i", source, t)
+                    if block.transform == m._description.INVERSE:   # the value A = B^-1: dA = -A dB A
+                        term = -(value @ term.reshape(value.shape) @ value)
+                    terms.append(term)
+                shape = lead + tuple(d.shape if output is None else d.part(output).shape)
+                result.append(sum(terms[1:], terms[0]).reshape(shape) if terms else None)
             return result[0] if outputs == [None] else tuple(result)
         return rule
 
@@ -318,7 +327,7 @@ def _require_x64():
 
 def _summed(terms_of):
     """A rule from one that returns the list of the tangent's terms (empty: zero)."""
-    def rule(primals, tangents):
+    def rule(primals, tangents, value=None):
         terms = terms_of(primals, tangents)
         return sum(terms[1:], terms[0]) if terms else None
     return rule
@@ -340,7 +349,7 @@ def _differentiable(function, rule, names, public, m):
                              f"robot's q has quaternions; the generated derivatives are in the {m.nv}-dimensional "
                              "tangent space): differentiate with respect to the other inputs, or use the "
                              "derivative functions in the tangent space")
-        tangent = rule(primals, given)
+        tangent = rule(primals, given, result)
         if tangent is None:
             tangent = jax.tree_util.tree_map(jnp.zeros_like, result)
         return result, tangent

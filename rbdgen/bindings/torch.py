@@ -78,7 +78,8 @@ class Operators:
                     values = [_given(arguments, ports, x, grad) for x in source.inputs]
                     flat = self.op(block.function)(*(([body] if source.per_body else []) + values))
                     part = source.part(block.part) if block.part else _description.Part(source.name, source.shape, 0)
-                    jacobian = flat[:, part.offset:part.stop].reshape((-1,) + tuple(part.shape))[:, block.row:, :]
+                    # (a block is its part read as a matrix of the input's columns: dM/dq's (nv nv) x nv)
+                    jacobian = flat[:, part.offset:part.stop].reshape(flat.shape[0], -1, part.shape[-1])[:, block.row:, :]
                     if jacobian.shape[-1] != port.size:
                         raise RuntimeError(f"{d.name}: the derivative with respect to {port.name} is in its tangent "
                                            f"space ({jacobian.shape[-1]} of {port.size} coordinates): use the "
@@ -88,6 +89,9 @@ class Operators:
                         R = ctx.saved_tensors[-1][:, start:stop].reshape(-1, 3, 3)
                         A = rows.reshape(-1, 3, 3) @ R.transpose(1, 2)
                         rows = torch.stack([A[:, 2, 1] - A[:, 1, 2], A[:, 0, 2] - A[:, 2, 0], A[:, 1, 0] - A[:, 0, 1]], 1)
+                    elif block.transform == _description.INVERSE:   # A = B^-1: <G, -A dB A> = <-A^T G A^T, dB>
+                        A = ctx.saved_tensors[-1][:, start:stop].reshape(rows.shape[0], *d.shape).transpose(1, 2)
+                        rows = -(A @ rows.reshape(A.shape) @ A).reshape(rows.shape)
                     term = torch.einsum("bi,bij->bj", rows, jacobian[:, :rows.shape[1]])
                     total = term if total is None else total + term
                 if total is not None and not port.per_state:   # one value for the batch: summed over it
@@ -105,7 +109,7 @@ class Operators:
         """The first choice's block d output / d name whose functions this module has."""
         for choice in d.jacobians:
             blocks = [b for b in choice if b.output == output and b.input == name]
-            if blocks and blocks[0].function in self.m._DESCRIPTIONS and blocks[0].transform in (_description.COPY, _description.ROTATION):
+            if blocks and blocks[0].function in self.m._DESCRIPTIONS:
                 return blocks[0]
         return None
 

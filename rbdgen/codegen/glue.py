@@ -114,9 +114,11 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         inputs = [{"name": x.name, "sparsity": [x.size, 1, 1]} for x in d.inputs if x.name in names]
         outputs = [{"name": p.name, "start": p.offset, "sparsity": _matrix(p.shape)} for p in d.entry_parts
                    if p.role != PIVOTS]
-        # a choice's blocks count for the inputs this function takes (params: with model parameters)
+        # a choice's blocks count for the inputs this function takes (params: with model parameters);
+        # CasADi's glue reads blocks as they are or as rotations (minv's, through dM, it does not)
         choice = next((c for c in d.jacobians if tangent_is_q and all(
-            block.function in by_name for block in c if block.input in names)), None)
+            block.function in by_name and block.transform in (COPY, ROTATION) for block in c if block.input in names)),
+            None)
         blocks = {} if choice is None else {(b.output, b.input): b for b in choice}
         sources = []
 

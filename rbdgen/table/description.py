@@ -41,6 +41,7 @@ PIVOTS = "pivots"          # the pivots of a contact solve: the caller judges re
 # How a Jacobian block is read from its source (JacobianSource.transform).
 COPY = "copy"              # the rows as they are
 ROTATION = "rotation"      # angular-velocity rows, applied to a rotation matrix (frame_placement's R)
+INVERSE = "inverse"        # the rows of dB where the function's value is A = B^-1: dA = -A dB A (minv from dM)
 
 # What an overload does (Overload.kind).
 FORCES = "forces"          # f_ext (one [force; torque] row per body) selects `function`, which takes it as `input`

@@ -16,7 +16,7 @@ from ..errors import CodegenError
 from ..model.parameters import changes_kinematics, parameters_of
 from ..spatial import Force
 from .frames import frame_functions
-from .description import ADDED, FORCES, PIVOTS, Overload, block
+from .description import ADDED, FORCES, INVERSE, PIVOTS, Overload, block
 from .factored import STATES, contact_derivatives_factored, derivative_parts, loop_derivatives_factored
 from .spec import Counterpart, FunctionSpec, Variant, always, copied, never
 
@@ -104,6 +104,7 @@ FUNCTIONS = [
                  pinocchio=Counterpart("computeGeneralizedGravity", ("q",))),
     FunctionSpec("crba", ("q",), lambda m: (m.nv, m.nv), mimic.crba,
                  "Joint-space inertia matrix M(q), full and symmetric (CRBA: RBDL paper Alg. 2, seed 000).", cost=3,
+                 jacobians=({None: {"q": block("crba_derivatives")}},),
                  pinocchio=Counterpart("crba", ("q",), "crba", upper=("",))),
     FunctionSpec("aba", ("q", "v", "tau"), lambda m: (m.nv,), mimic.aba,
                  "Forward dynamics a = M^-1 (tau - C v - g) (ABA: RBDL paper Alg. 3, seed 000).", solves=True, cost=5,
@@ -141,9 +142,13 @@ FUNCTIONS = [
     FunctionSpec("christoffel", ("q",), lambda m: (m.nv, m.nv, m.nv), mimic.christoffel,
                  "Christoffel symbols of the first kind Gamma[i, j, k]: C[i, j] = sum_k Gamma[i, j, k] v[k].",
                  costly=True, cost=56),
+    # (crba's and minv's derivatives for the front ends: built when named)
+    FunctionSpec("crba_derivatives", ("q",), lambda m: (m.nv, m.nv, m.nv), mimic.crba_derivatives,
+                 "dM/dq: [i, j, k] = d M[i, j] / d q[k], in the tangent space (Gamma[i, j, k] + Gamma[j, i, k]).",
+                 costly=True, cost=56, default=False),
     FunctionSpec("minv", ("q",), lambda m: (m.nv, m.nv), mimic.minv,
                  "Inverse joint-space inertia M(q)^-1 by articulated-body impulses (Drumwright, seed 001).",
-                 solves=True, cost=5,
+                 solves=True, cost=5, jacobians=({None: {"q": block("crba_derivatives", transform=INVERSE)}},),
                  # On a tree with branches M^-1 across them keeps the table's digits in fewer operations
                  # than any other (Talos, Solo12, ANYmal, Go1, Allegro, dm_control's dog): tried alone
                  # first there, it spares the others' generation (docs/performance.md, Cold builds).
