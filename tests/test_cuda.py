@@ -299,7 +299,7 @@ def _host_launcher(module, library, target):
     return launcher, Kernels(), launches
 
 
-def test_jax_gpu_branch_on_the_host(bridge_modules, tmp_path, monkeypatch):
+def test_jax_gpu_branch_on_the_host(bridge_modules, tmp_path, monkeypatch, request):
     """robot.jax on a GPU, without one: the CUDA platform's branch (one FFI result sliced into
     the parts, every input broadcast to the states with its flag 0) and its handler, lowered for
     the CPU with the kernels as host C, equal the C handler's results bit for bit: every function
@@ -308,6 +308,9 @@ def test_jax_gpu_branch_on_the_host(bridge_modules, tmp_path, monkeypatch):
     import sys
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
+    previous = jax.config.jax_default_device   # (where JAX has a GPU too: lowered for the CPU)
+    jax.config.update("jax_default_device", jax.devices("cpu")[0])
+    request.addfinalizer(lambda: jax.config.update("jax_default_device", previous))
     module, model = bridge_modules["panda"]
     library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
     module.jax("rnea")   # imports the module's _jax
