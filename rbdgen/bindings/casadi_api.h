@@ -65,6 +65,7 @@ typedef struct {
 /* How a Jacobian block is made from its source. */
 #define RBDGEN_CASADI_COPY 0       /* the source's rows as they are */
 #define RBDGEN_CASADI_ROTATION 1   /* d vec(R) / dq from the angular rows of a world-aligned Jacobian */
+#define RBDGEN_CASADI_INVERSE 2    /* d vec(A) / dq = -A dB A for the value A = B^-1, from dB / dq (minv) */
 
 typedef struct {
     rbdgen_casadi_call_t call;         /* the function itself */
@@ -81,7 +82,8 @@ typedef struct {
     int block_source[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
     long block_start[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
     int block_kind[RBDGEN_CASADI_MAX_OUT][RBDGEN_CASADI_MAX_IN];
-    int rotation_source;                /* ROTATION blocks: the source whose output starts with R */
+    int value_source;                   /* ROTATION, INVERSE blocks: the source whose output starts with
+                                           the function's value (R, A) */
     const char *jac_in_name[RBDGEN_CASADI_MAX_IN + RBDGEN_CASADI_MAX_OUT];
     const char *jac_out_name[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN];
     rbdgen_casadi_int jac_sparsity[RBDGEN_CASADI_MAX_OUT * RBDGEN_CASADI_MAX_IN][3];
@@ -130,6 +132,23 @@ RBDGEN_CASADI_SHARED static void rbdgen_casadi_rotation(const double *angular, l
     }
 }
 
+/* d vec(A) / dq_k = -vec(A dB_k A), column-major as CasADi stores A (n x n, row-major here, the
+   function's value A = B^-1): dB_k is column k of the block `dB` (n n rows, row-major, cols
+   columns). The Jacobian block is column-major, n n x cols. */
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_inverse(const double *dB, long cols, const double *A, long n, double *to)
+{
+    memset(to, 0, (size_t)(n * n * cols) * sizeof(double));
+    for (long k = 0; k < cols; ++k)
+        for (long i = 0; i < n; ++i)
+            for (long b = 0; b < n; ++b) {
+                double row = 0.0;   /* (A dB_k)[i][b] */
+                for (long a = 0; a < n; ++a)
+                    row += A[i * n + a] * dB[(a * n + b) * cols + k];
+                for (long j = 0; j < n; ++j)
+                    to[k * n * n + j * n + i] -= row * A[b * n + j];
+            }
+}
+
 RBDGEN_CASADI_SHARED static int rbdgen_casadi_eval(const rbdgen_casadi_function_t *f, const rbdgen_casadi_frame_t *frame,
                               const double **arg, double **res, double *w)
 {
@@ -162,7 +181,10 @@ RBDGEN_CASADI_SHARED static int rbdgen_casadi_jacobian(const rbdgen_casadi_funct
             if (s < 0)
                 memset(to, 0, (size_t)(rows * cols) * sizeof(double));
             else if (f->block_kind[o][i] == RBDGEN_CASADI_ROTATION)
-                rbdgen_casadi_rotation(w + offset[s] + f->block_start[o][i], cols, w + offset[f->rotation_source], to);
+                rbdgen_casadi_rotation(w + offset[s] + f->block_start[o][i], cols, w + offset[f->value_source], to);
+            else if (f->block_kind[o][i] == RBDGEN_CASADI_INVERSE)
+                rbdgen_casadi_inverse(w + offset[s] + f->block_start[o][i], cols, w + offset[f->value_source],
+                                      (long)f->out_sparsity[o][0], to);
             else
                 rbdgen_casadi_transpose(w + offset[s] + f->block_start[o][i], rows, cols, to);
         }

@@ -4,7 +4,8 @@ batch loops (batch.c), what the module says about itself (info.c), the Python en
 
 from ..algorithms.frames import REFERENCE_FRAMES
 from ..bindings.contact import PIVOT_CLEAR
-from ..table.description import COPY, DAMPING, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION, signature_text
+from ..table.description import (COPY, DAMPING, INVERSE, MODULE_KEYWORDS, PIVOTS, PLACEMENT, REQUIRED, ROTATION,
+                                 signature_text)
 from ..table.frames import POINT_REFERENCE, POINTS
 from ..version import __version__
 from .cprinter import c_string
@@ -114,11 +115,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         inputs = [{"name": x.name, "sparsity": [x.size, 1, 1]} for x in d.inputs if x.name in names]
         outputs = [{"name": p.name, "start": p.offset, "sparsity": _matrix(p.shape)} for p in d.entry_parts
                    if p.role != PIVOTS]
-        # a choice's blocks count for the inputs this function takes (params: with model parameters);
-        # CasADi's glue reads blocks as they are or as rotations (minv's, through dM, it does not)
+        # a choice's blocks count for the inputs this function takes (params: with model parameters)
         choice = next((c for c in d.jacobians if tangent_is_q and all(
-            block.function in by_name and block.transform in (COPY, ROTATION) for block in c if block.input in names)),
-            None)
+            block.function in by_name for block in c if block.input in names)), None)
         blocks = {} if choice is None else {(b.output, b.input): b for b in choice}
         sources = []
 
@@ -130,7 +129,7 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         block_source = [[-1] * len(inputs) for _ in outputs]
         block_start = [[0] * len(inputs) for _ in outputs]
         block_kind = [[0] * len(inputs) for _ in outputs]
-        rotation_source = 0
+        value_source = 0
         for o, output in enumerate(outputs):
             for i, n in enumerate(names):
                 block = blocks.get((None if len(outputs) == 1 else output["name"], n))
@@ -140,9 +139,9 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
                 source = by_name[block.function]["description"]
                 first = source.part(block.part).offset if block.part else 0
                 block_start[o][i] = first + block.row * inputs[i]["sparsity"][0]
-                block_kind[o][i] = {COPY: 0, ROTATION: 1}[block.transform]
-                if block.transform == ROTATION:
-                    rotation_source = source_index(fn["name"])
+                block_kind[o][i] = {COPY: 0, ROTATION: 1, INVERSE: 2}[block.transform]
+                if block.transform in (ROTATION, INVERSE):   # (read with the function's own value)
+                    value_source = source_index(fn["name"])
         size = lambda sparsity: sparsity[0] * sparsity[1]
         jac_out = [(o, x) for o in outputs for x in inputs]
         zeros = max([x["sparsity"][0] for x in inputs] + [x.size for x in d.inputs])
@@ -150,7 +149,7 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         rows.append({
             "call": _casadi_call(fn, names), "inputs": inputs, "outputs": outputs, "sources": sources,
             "block_source": block_source, "block_start": block_start, "block_kind": block_kind,
-            "rotation_source": rotation_source,
+            "value_source": value_source,
             "jac_in_names": names + ["out_" + o["name"] for o in outputs],
             "jac_out_names": [f"jac_{o['name']}_{x['name']}" for o, x in jac_out],
             "jac_sparsity": [[size(o["sparsity"]), size(x["sparsity"]), 1] for o, x in jac_out],
