@@ -2,9 +2,11 @@
 # The GPU check of issue 47: prepared here, run where a GPU is lent.
 #   bash benchmarks/gpu_check.sh prepare      # here, on the CPU: what the GPU machine lacks, in .gpu/
 #   bash benchmarks/gpu_check.sh run tests    # there (the device tool, carry .gpu): the GPU tests
-#   bash benchmarks/gpu_check.sh run bench    # Panda's table, GRiD and adam on GRiD's iiwa, parameters per state
+#   bash benchmarks/gpu_check.sh run bench    # Panda's table, parameters per state, register caps
+#   bash benchmarks/gpu_check.sh run peers    # GRiD and adam on GRiD's iiwa
 #   bash benchmarks/gpu_check.sh run talos    # Talos's table, the build's cost with CUDA
-# Each `run` fits one device call (under 10 minutes on an H200); results also go to $OUT when set.
+# In that order of worth. Each `run` is one device call, cut at 9 minutes (a call may take 10);
+# results also go to $OUT when set.
 # The GPU machine has no network and no example-robot-data, cffi, MuJoCo or adam: they travel in
 # .gpu/. GRiD's header is generated here from GRiD's sources, when GRID_SOURCE names a checkout
 # of robot-acceleration/GRiD with its submodules and GRID_URDF the iiwa.urdf of GRiDBenchmarks.
@@ -43,29 +45,31 @@ run)
     export PYTHONPATH="/tmp/site:$PWD" RBDGEN_ROBOTS_DIR="$PWD/.gpu/robots"
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/gpu.txt" || true
+    limit="timeout 540"
     case "${2:-}" in
     tests)
-        python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 | tee "$out/tests.txt" ;;
+        $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 \
+            | tee "$out/tests.txt" ;;
     bench)
-        peers=()
-        if [ -f .gpu/grid/grid.cuh ]; then
-            arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-            for real in float double; do
-                nvcc -std=c++17 -O3 -arch="sm_$arch" -DGRID_REAL=$real -I .gpu/grid benchmarks/grid_timing.cu -o "/tmp/grid_$real"
-            done
-            /tmp/grid_double 1024,16384,131072,1048576 11 "$out/grid_check.txt" | tee "$out/grid_double.txt"
-            /tmp/grid_float 1024,16384,131072,1048576 11 | tee "$out/grid_float.txt"
-            peers=(--peers .gpu/grid/iiwa.urdf --grid-results "$out/grid_float.txt,$out/grid_double.txt"
-                   --grid-check "$out/grid_check.txt")
-        fi
-        python3 benchmarks/bench_gpu.py --robots panda "${peers[@]}" --parameters --registers 64,128 2>&1 \
+        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128 2>&1 \
             | tee "$out/bench_panda.txt" ;;
+    peers)
+        [ -f .gpu/grid/grid.cuh ] || { echo "no GRiD header: prepare with GRID_SOURCE and GRID_URDF" >&2; exit 2; }
+        arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+        for real in float double; do
+            nvcc -std=c++17 -O3 -arch="sm_$arch" -DGRID_REAL=$real -I .gpu/grid benchmarks/grid_timing.cu -o "/tmp/grid_$real"
+        done
+        /tmp/grid_double 1024,16384,131072,1048576 11 "$out/grid_check.txt" | tee "$out/grid_double.txt"
+        /tmp/grid_float 1024,16384,131072,1048576 11 | tee "$out/grid_float.txt"
+        $limit python3 benchmarks/bench_gpu.py --robots "" --peers .gpu/grid/iiwa.urdf \
+            --grid-results "$out/grid_float.txt,$out/grid_double.txt" --grid-check "$out/grid_check.txt" 2>&1 \
+            | tee "$out/bench_peers.txt" ;;
     talos)
-        python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build --registers 128 2>&1 \
+        $limit python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build --registers 128 2>&1 \
             | tee "$out/bench_talos.txt" ;;
     *)
-        echo "usage: $0 run tests|bench|talos" >&2; exit 2 ;;
+        echo "usage: $0 run tests|bench|peers|talos" >&2; exit 2 ;;
     esac ;;
 *)
-    echo "usage: $0 prepare | run tests|bench|talos" >&2; exit 2 ;;
+    echo "usage: $0 prepare | run tests|bench|peers|talos" >&2; exit 2 ;;
 esac
