@@ -9,7 +9,8 @@ Medians of --repeats timed runs after a warm-up. Then, as asked:
                  free base), where adam is installed;
   --parameters   Panda with every inertial parameter per state (inertia:all, B x np);
   --build        Panda's default build without and with the CUDA target;
-  --registers    each kernel with its registers capped (64,128: NVRTC's --maxrregcount).
+  --registers    each kernel with its registers capped (64,128: NVRTC's --maxrregcount) or its
+                 parts inlined (inline).
 
     python benchmarks/bench_gpu.py [--robots panda,talos] [--sizes 1024,16384,131072,1048576]
 """
@@ -95,27 +96,29 @@ def bare(module, name, device_states, count, kernels=None):
     return lambda: kernels.launch(0, d.cname, stream, pointers, count)
 
 
-def capped(module, cap):
-    """The module's kernels compiled with at most `cap` registers a thread (NVRTC's
-    --maxrregcount; ptxas keeps the rest in local memory): more threads an SM, more traffic."""
+def variant(module, choice):
+    """The module's kernels compiled another way: a number, with at most that many registers a
+    thread (NVRTC's --maxrregcount; ptxas keeps the rest in local memory: more threads an SM,
+    more traffic); "inline", a long program's parts inlined (no workspace between them)."""
     from importlib import import_module
     cuda = import_module(module.__name__ + "._cuda")
+    extra = ("-DRBDGEN_NOINLINE=",) if choice == "inline" else (f"--maxrregcount={int(choice)}",)
 
-    class Capped(cuda.Kernels):
+    class Variant(cuda.Kernels):
         def cubin(self, cname, arch):
             header = f"rbdgen_{self.module}_cuda.h"
             with open(os.path.join(self.folder, header)) as f:
                 headers = {header: f.read()}
             with open(os.path.join(self.folder, cname + ".cu")) as f:
-                return cuda.compile_cuda(f.read(), cname + ".cu", headers, arch, extra=(f"--maxrregcount={cap}",))
-    return Capped(module._HERE, module._META["module"])
+                return cuda.compile_cuda(f.read(), cname + ".cu", headers, arch, extra=extra)
+    return Variant(module._HERE, module._META["module"])
 
 
-def registers(module, names, count, caps, repeats):
-    """ns a state of each kernel as compiled, and with its registers capped."""
+def registers(module, names, count, choices, repeats):
+    """ns a state of each kernel as compiled, and compiled another way (variant)."""
     _, device = states(module, count, "cuda")
-    print(f"  registers capped ({count} states), ns/state: " + " ".join(f"{c:>7}" for c in ["as is", *caps]))
-    kernels = [None] + [capped(module, cap) for cap in caps]
+    print(f"  kernels compiled otherwise ({count} states), ns/state: " + " ".join(f"{c:>7}" for c in ["as is", *choices]))
+    kernels = [None] + [variant(module, choice) for choice in choices]
     for name in names:
         times = [gpu_ns(bare(module, name, device, count, k), count, repeats) for k in kernels]
         print(f"  {name:18} " + " ".join(f"{t:7.2f}" for t in times), flush=True)
@@ -272,7 +275,8 @@ def main():
     parser.add_argument("--grid-check", help="grid_timing's check file")
     parser.add_argument("--parameters", action="store_true")
     parser.add_argument("--build", action="store_true")
-    parser.add_argument("--registers", default="", help="register caps to try at 131 072 states, as 64,128")
+    parser.add_argument("--registers", default="", help="register caps (and inline: parts inlined) to try at "
+                                                       "131 072 states, as 64,128,inline")
     args = parser.parse_args()
     print(f"GPU: {torch.cuda.get_device_name()}, host: {os.cpu_count()} cores, torch {torch.__version__}")
     mjx_sizes = [int(x) for x in args.mjx_sizes.split(",") if x]
@@ -301,7 +305,7 @@ def main():
                 print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {host_cell} {' '.join(cells)}",
                       flush=True)
         if args.registers:
-            registers(module, FUNCTIONS, 131072, [int(c) for c in args.registers.split(",")], args.repeats)
+            registers(module, FUNCTIONS, 131072, args.registers.split(","), args.repeats)
     if args.peers:
         peers(args)
     if args.parameters:

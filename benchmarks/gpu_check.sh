@@ -51,7 +51,7 @@ run)
         $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 \
             | tee "$out/tests.txt" ;;
     bench)
-        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128 2>&1 \
+        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128,inline 2>&1 \
             | tee "$out/bench_panda.txt" ;;
     peers)
         [ -f .gpu/grid/grid.cuh ] || { echo "no GRiD header: prepare with GRID_SOURCE and GRID_URDF" >&2; exit 2; }
