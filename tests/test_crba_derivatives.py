@@ -19,7 +19,8 @@ IDENTITY_TOL = 1e-12
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("crba_derivatives"))
-    fixed = rbdgen.build(robot_path("ur5"), folder, algorithms=["crba", "minv", "crba_derivatives", "coriolis"])
+    fixed = rbdgen.build(robot_path("ur5"), folder, algorithms=["crba", "minv", "crba_derivatives", "coriolis", "rnea",
+                                                              "rnea_derivatives"])
     floating = rbdgen.build(robot_path("ur5"), folder + "/floating", floating_base=True,
                             algorithms=["crba", "crba_derivatives", "coriolis", "integrate"])
     return fixed, floating
@@ -82,3 +83,41 @@ def test_without_dm_dq_the_derivative_is_refused(tmp_path):
     module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["crba"])
     with pytest.raises(ValueError, match="crba_derivatives"):
         jax.jacfwd(module.jax("crba"))(np.zeros(module.nq))
+
+
+def test_batches_of_mixed_shapes_and_none(modules):
+    """The rules take each source's own batch: one q beside a batch of v and a (rnea's jvp), and
+    empty batches (PyTorch's backward, JAX's jvp)."""
+    jax = pytest.importorskip("jax")
+    torch = pytest.importorskip("torch")
+    jax.config.update("jax_enable_x64", True)
+    module = modules[0]
+    rng = np.random.default_rng(SEED)
+    q, dq = rng.uniform(-1, 1, (2, module.nv))
+    Q, dQ = rng.uniform(-1, 1, (2, 3, module.nv))
+    _, tangent = jax.jvp(module.jax("crba"), (Q,), (dQ,))
+    assert np.allclose(tangent, np.einsum("bijk,bk->bij", module.crba_derivatives(Q), dQ), rtol=1e-12, atol=1e-12)
+    _, mixed = jax.jvp(module.jax("rnea"), (q, Q, dQ), (dq, dQ, Q))   # one q beside batches of v and a
+    dtau_dq, dtau_dv = module.rnea_derivatives(np.broadcast_to(q, Q.shape), Q, dQ)
+    expected = np.einsum("bij,j->bi", dtau_dq, dq) + np.einsum("bij,bj->bi", dtau_dv, dQ) + \
+        np.einsum("ij,bj->bi", module.crba(q), Q)
+    assert np.allclose(mixed, expected, rtol=1e-12, atol=1e-12)
+    _, empty = jax.jvp(module.jax("crba"), (np.zeros((0, module.nv)),), (np.zeros((0, module.nv)),))
+    assert empty.shape == (0, module.nv, module.nv)
+    none = torch.zeros((0, module.nv), dtype=torch.float64, requires_grad=True)
+    module.torch("minv")(none).sum().backward()
+    assert none.grad.shape == (0, module.nv)
+
+
+def test_casadi_gives_no_jacobian_it_cannot_complete(tmp_path):
+    """With model parameters, crba and minv have no derivative in params: CasADi's Jacobian
+    would be incomplete, so there is none (CasADi refuses to differentiate), not a zero block."""
+    casadi = pytest.importorskip("casadi")
+    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["crba", "minv", "crba_derivatives"],
+                          parameters=["payload:wrist_3_link"])
+    q = casadi.MX.sym("q", module.nv)
+    for name in ("crba", "minv"):
+        f = module.casadi(name)
+        assert np.allclose(np.array(f(np.zeros(module.nv), module.nominal_params)), getattr(module, name)(np.zeros(6)))
+        with pytest.raises(RuntimeError):
+            casadi.Function("J", [q], [casadi.jacobian(f(q, module.nominal_params), q)])(np.zeros(module.nv))

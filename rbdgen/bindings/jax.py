@@ -15,6 +15,8 @@ GPUs, a call lowered for the CUDA platform launches the module's CUDA kernel ins
 stream and device buffers (_jax_ffi.py; the module must be built with --cuda).
 """
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -229,7 +231,7 @@ class Bridge:
 
         def rule(primals, tangents, value=None):
             given = dict(zip(d.names, primals))
-            lead = jnp.shape(primals[0])[:-1]
+            lead = jnp.broadcast_shapes(*(jnp.shape(x)[:-1] for x in primals))   # (as function() broadcasts)
             computed = {}
 
             def value_of(source, part):
@@ -254,12 +256,15 @@ class Bridge:
                         raise ValueError(f"JAX: {name} has no derivative with respect to {x}")
                     self.require(block.function, name)
                     source = value_of(block.function, block.part)   # (its part as a matrix of t's columns)
-                    source = source.reshape(lead + (-1, source.shape[-1]))[..., block.row:, :]
+                    part = m._DESCRIPTIONS[block.function].part(block.part).shape if block.part else \
+                        m._DESCRIPTIONS[block.function].shape
+                    source = source.reshape(source.shape[:source.ndim - len(part)] + (math.prod(part[:-1]), part[-1]))
+                    source = source[..., block.row:, :]
                     term = jnp.einsum("...ij,...j->...i", source, t)
                     if block.transform == m._description.INVERSE:   # the value A = B^-1: dA = -A dB A
                         term = -(value @ term.reshape(value.shape) @ value)
                     terms.append(term)
-                shape = lead + tuple(d.shape if output is None else d.part(output).shape)
+                shape = lead + (() if d.scalar else tuple(d.shape if output is None else d.part(output).shape))
                 result.append(sum(terms[1:], terms[0]).reshape(shape) if terms else None)
             return result[0] if outputs == [None] else tuple(result)
         return rule

@@ -79,12 +79,13 @@ class Operators:
                     flat = self.op(block.function)(*(([body] if source.per_body else []) + values))
                     part = source.part(block.part) if block.part else _description.Part(source.name, source.shape, 0)
                     # (a block is its part read as a matrix of the input's columns: dM/dq's (nv nv) x nv)
-                    jacobian = flat[:, part.offset:part.stop].reshape(flat.shape[0], -1, part.shape[-1])[:, block.row:, :]
+                    rows, columns = _np.prod(part.shape[:-1], dtype=int), part.shape[-1]
+                    jacobian = flat[:, part.offset:part.stop].reshape(flat.shape[0], rows, columns)[:, block.row:, :]
                     if jacobian.shape[-1] != port.size:
                         raise RuntimeError(f"{d.name}: the derivative with respect to {port.name} is in its tangent "
                                            f"space ({jacobian.shape[-1]} of {port.size} coordinates): use the "
                                            "derivative functions themselves")
-                    rows = grad[:, start:stop].reshape(grad.shape[0], -1)
+                    rows = grad[:, start:stop].reshape(grad.shape[0], stop - start)
                     if block.transform == _description.ROTATION:   # dR = [J_w dq]x R: rows to the angular velocity's
                         R = ctx.saved_tensors[-1][:, start:stop].reshape(-1, 3, 3)
                         A = rows.reshape(-1, 3, 3) @ R.transpose(1, 2)

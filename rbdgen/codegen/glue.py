@@ -115,9 +115,13 @@ def render_casadi(module, header, api, functions, tangent_is_q, frames):
         inputs = [{"name": x.name, "sparsity": [x.size, 1, 1]} for x in d.inputs if x.name in names]
         outputs = [{"name": p.name, "start": p.offset, "sparsity": _matrix(p.shape)} for p in d.entry_parts
                    if p.role != PIVOTS]
-        # a choice's blocks count for the inputs this function takes (params: with model parameters)
+        # a choice's blocks count for the inputs this function takes (params: with model parameters);
+        # CasADi's Jacobian is whole, so a choice without a block for one of them (crba, minv and the
+        # frame functions in params) gives none rather than a zero block
+        outputs_of = lambda c: {b.output for b in c}
         choice = next((c for c in d.jacobians if tangent_is_q and all(
-            block.function in by_name for block in c if block.input in names)), None)
+            block.function in by_name for block in c if block.input in names) and all(
+            any(b.output == o and b.input == n for b in c) for o in outputs_of(c) for n in names)), None)
         blocks = {} if choice is None else {(b.output, b.input): b for b in choice}
         sources = []
 
