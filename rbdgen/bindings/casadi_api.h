@@ -116,6 +116,17 @@ RBDGEN_CASADI_SHARED static void rbdgen_casadi_transpose(const double *from, lon
             to[j * rows + i] = from[i * cols + j];
 }
 
+/* A block of a matrix output (n_rows x n_cols, row-major entries, cols columns) into CasADi's
+   storage: its rows in column-major order of the output's entries, the block column-major. */
+RBDGEN_CASADI_SHARED static void rbdgen_casadi_matrix_block(const double *from, long n_rows, long n_cols, long cols,
+                                                           double *to)
+{
+    for (long k = 0; k < cols; ++k)
+        for (long a = 0; a < n_rows; ++a)
+            for (long b = 0; b < n_cols; ++b)
+                to[k * n_rows * n_cols + b * n_rows + a] = from[(a * n_cols + b) * cols + k];
+}
+
 /* d vec(R) / dq_j = vec(skew(w_j) R), column-major as CasADi stores R: w_j is column j of the
    angular rows `angular` (3 x cols, row-major) of the frame's world-aligned Jacobian, R
    row-major (frame -> world). The Jacobian block is column-major, 9 x cols. */
@@ -185,6 +196,9 @@ RBDGEN_CASADI_SHARED static int rbdgen_casadi_jacobian(const rbdgen_casadi_funct
             else if (f->block_kind[o][i] == RBDGEN_CASADI_INVERSE)
                 rbdgen_casadi_inverse(w + offset[s] + f->block_start[o][i], cols, w + offset[f->value_source],
                                       (long)f->out_sparsity[o][0], to);
+            else if (f->out_sparsity[o][1] > 1)   /* (crba's dM/dq) */
+                rbdgen_casadi_matrix_block(w + offset[s] + f->block_start[o][i], (long)f->out_sparsity[o][0],
+                                           (long)f->out_sparsity[o][1], cols, to);
             else
                 rbdgen_casadi_transpose(w + offset[s] + f->block_start[o][i], rows, cols, to);
         }
