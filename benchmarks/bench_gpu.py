@@ -105,16 +105,12 @@ def variant(module, choice):
     extra = ("-DRBDGEN_NOINLINE=",) if choice == "inline" else (f"--maxrregcount={int(choice)}",)
 
     class Variant(cuda.Kernels):
-        def cubin(self, cname, arch):
-            header = f"rbdgen_{self.module}_cuda.h"
-            with open(os.path.join(self.folder, header)) as f:
-                headers = {header: f.read()}
-            with open(os.path.join(self.folder, cname + ".cu")) as f:
-                return cuda.compile_cuda(f.read(), cname + ".cu", headers, arch, extra=extra)
+        def cubin(self, cname, arch):   # (not kept: the module's cubins stay as built)
+            return cuda.compile_module_function(self.folder, self.module, cname, arch, extra)
     return Variant(module._HERE, module._META["module"])
 
 
-def registers(module, names, count, choices, repeats):
+def variants(module, names, count, choices, repeats):
     """ns a state of each kernel as compiled, and compiled another way (variant)."""
     _, device = states(module, count, "cuda")
     print(f"  kernels compiled otherwise ({count} states), ns/state: " + " ".join(f"{c:>7}" for c in ["as is", *choices]))
@@ -305,7 +301,7 @@ def main():
                 print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {host_cell} {' '.join(cells)}",
                       flush=True)
         if args.registers:
-            registers(module, FUNCTIONS, 131072, args.registers.split(","), args.repeats)
+            variants(module, FUNCTIONS, 131072, args.registers.split(","), args.repeats)
     if args.peers:
         peers(args)
     if args.parameters:

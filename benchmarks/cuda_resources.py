@@ -9,10 +9,7 @@ registers allow: resident threads of an SM (65 536 registers, at most 2 048 thre
 """
 
 import argparse
-import ctypes
-import os
 import re
-import sys
 import tempfile
 import time
 import warnings
@@ -26,26 +23,10 @@ REGISTERS_PER_SM, THREADS_PER_SM, BLOCK, WARP, GRANULE = 65536, 2048, 128, 32, 2
 
 def report(folder, module, cname, arch):
     """(seconds, ptxas' lines) of NVRTC on one function's .cu file, with ptxas -v."""
-    header = f"rbdgen_{module}_cuda.h"
-    with open(os.path.join(folder, header)) as f:
-        header_text = f.read()
-    with open(os.path.join(folder, cname + ".cu")) as f:
-        source = f.read()
-    lib, program = cuda.nvrtc(), ctypes.c_void_p()
-    lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), cname.encode(), 1, cuda._strings([header_text]),
-                           cuda._strings([header]))
-    options = [f"--gpu-architecture={arch}", "--std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"]
+    lines = []
     t0 = time.perf_counter()
-    code = lib.nvrtcCompileProgram(program, len(options), cuda._strings(options))
-    seconds = time.perf_counter() - t0
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
-    log = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(program, log)
-    lib.nvrtcDestroyProgram(ctypes.byref(program))
-    if code:
-        sys.exit(f"NVRTC failed on {cname}: {log.value.decode()[:400]}")
-    return seconds, log.value.decode().splitlines()
+    cuda.compile_module_function(folder, module, cname, arch, ("--ptxas-options=-v",), lines)
+    return time.perf_counter() - t0, lines
 
 
 def resources(lines, kernel):

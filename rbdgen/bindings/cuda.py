@@ -90,9 +90,10 @@ def _strings(texts):
     return (ctypes.c_char_p * max(1, len(texts)))(*[t.encode() for t in texts])
 
 
-def compile_cuda(source, name, headers, arch, extra=()):
+def compile_cuda(source, name, headers, arch, extra=(), log=None):
     """CUDA source -> the cubin for `arch` ("sm_90"): bytes. headers {include name: text};
-    extra: more NVRTC options (benchmarks/bench_gpu.py tries --maxrregcount)."""
+    extra: more NVRTC options (the benchmarks try --maxrregcount, ask ptxas for its report);
+    log, a list: NVRTC's log lines are appended to it."""
     lib = nvrtc()
     program = ctypes.c_void_p()
     names = list(headers)
@@ -102,6 +103,8 @@ def compile_cuda(source, name, headers, arch, extra=()):
     try:
         options = [f"--gpu-architecture={arch}", "--std=c++17", "--device-as-default-execution-space", *extra]
         check(lib.nvrtcCompileProgram(program, len(options), _strings(options)), "compile")
+        if log is not None:
+            log.extend(_log(lib, program).splitlines())
         size = ctypes.c_size_t()
         check(lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "read the cubin of")
         cubin = ctypes.create_string_buffer(size.value)
@@ -111,14 +114,17 @@ def compile_cuda(source, name, headers, arch, extra=()):
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
+def _log(lib, program):
+    size = ctypes.c_size_t()
+    if not program.value or lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)) != 0 or size.value <= 1:
+        return ""
+    text = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(program, text)
+    return text.value.decode(errors="replace").strip()
+
+
 def _fail(lib, program, code, what, name, arch):
-    log = ""
-    if program.value:
-        size = ctypes.c_size_t()
-        if lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)) == 0 and size.value > 1:
-            text = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetProgramLog(program, text)
-            log = text.value.decode(errors="replace").strip().splitlines()[0]
+    log = (_log(lib, program).splitlines() or [""])[0]
     reason = lib.nvrtcGetErrorString(code).decode()
     raise CudaError(f"NVRTC could not {what} {name} for {arch}: {reason}" + (f" ({log})" if log else ""))
 
@@ -260,14 +266,14 @@ class Kernels:
             _check(code, f"launching {cname}")
 
 
-def compile_module_function(folder, module, cname, arch):
-    """The cubin of one function of the module in `folder`, for `arch`."""
+def compile_module_function(folder, module, cname, arch, extra=(), log=None):
+    """The cubin of one function of the module in `folder`, for `arch` (extra, log: compile_cuda's)."""
     header = f"rbdgen_{module}_cuda.h"
     with open(os.path.join(folder, header)) as f:
         header_text = f.read()
     source = os.path.join(folder, f"{cname}.cu")
     with open(source) as f:
-        return compile_cuda(f.read(), os.path.basename(source), {header: header_text}, arch)
+        return compile_cuda(f.read(), os.path.basename(source), {header: header_text}, arch, extra, log)
 
 
 if __name__ == "__main__":   # (present_architectures_apart's process)

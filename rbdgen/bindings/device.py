@@ -154,7 +154,7 @@ def call(function, body, args, out):
     shape = ((count,) if batch else ()) + (() if function.scalar else tuple(d.shape))
     if out is None:
         out = kind.empty(shape)
-    elif not (kind.same(out) and kind.is_float64(out) and tuple(out.shape) == shape and kind.contiguous(out) is out):
+    elif not _fits(kind, out, shape):
         raise ValueError(f"{d.name}: out= must be a contiguous float64 array of shape {shape} on {kind.where(head)}")
     lead = [_cuda.ctypes.c_long(body)] if function.per_body else []
     if count:
@@ -168,6 +168,11 @@ def call(function, body, args, out):
     return out
 
 
+def _fits(kind, out, shape):
+    """Whether out= can take a result of `shape` as it is: contiguous float64 on the same device."""
+    return kind.same(out) and kind.is_float64(out) and tuple(out.shape) == shape and kind.contiguous(out) is out
+
+
 def settled(part, out):
     """A slice of a device result (a point's rows of a frame quantity) as a contiguous array of
     its kind, or copied into out= (a contiguous float64 array of its shape, on its device)."""
@@ -179,7 +184,7 @@ def settled(part, out):
     if out is None:
         return kind.contiguous(part)
     shape = tuple(part.shape)
-    if not (kind.same(out) and kind.is_float64(out) and tuple(out.shape) == shape and kind.contiguous(out) is out):
+    if not _fits(kind, out, shape):
         raise ValueError(f"out= must be a contiguous float64 array of shape {shape} on {kind.where(part)}")
     out[...] = part
     return out
