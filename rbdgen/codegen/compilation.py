@@ -22,14 +22,14 @@ import zlib
 
 import numpy
 
-from ..bindings import cuda
+from ..bindings import cuda as cuda_lib
 from ..errors import BuildError
 from ..table import functions as fn_table
 from .cache import python_abi
 from .compiler import c_compiler, long_program_flags
 from .objects import digest
 from .programs import describe_choice, frame_programs, generate_program
-from .render import function_data, kernels_header_name, render_cuda_function, render_function
+from .render import cuda_header_name, function_data, kernels_header_name, render_cuda_function, render_function
 
 # A function of fewer operations shares a file with other small ones (see above)
 SMALL_FUNCTION_OPERATIONS = 1500
@@ -103,7 +103,9 @@ class Compilation:
     def __init__(self, target, specs, *, glue, store, fingerprint, progress, beside=None, cuda=None):
         self.target, self.specs, self.glue, self.store = target, specs, glue, store
         self.fingerprint, self.progress, self.beside = fingerprint, progress, beside
-        self.cuda, self.cubins = cuda, {}   # (cname, arch) -> its cubin
+        self.cuda, self.cubins, self.cached_cubins = cuda, {}, 0   # (cname, arch) -> its cubin
+        # (no NVRTC: no cached cubin either; the first compilation says why)
+        self.nvrtc = cuda_lib.nvrtc_version() if cuda is not None and cuda_lib.nvrtc_available() else None
         self.kernels = self._read(kernels_header_name(target.module))
         self.by_name = {spec.name: spec for spec in specs}
         self.results, self.sources, self.objects, self.shared, self.answer = {}, {}, [], {}, None
@@ -175,10 +177,13 @@ class Compilation:
         elif kind == "beside":
             self.answer = future.result()
         elif kind == "cuda":
+            cname, arch, cache_key = key
             try:
-                self.cubins[key], _ = future.result()
-            except cuda.CudaError as error:
+                self.cubins[cname, arch], _ = future.result()
+            except cuda_lib.CudaError as error:
                 raise BuildError(str(error)) from None
+            if cache_key is not None:
+                self.store.keep_cubin(cache_key, self.cubins[cname, arch])
         else:
             obj, seconds = future.result()
             self.objects.append(obj)
@@ -234,11 +239,19 @@ class Compilation:
     def _cuda_dialect(self, data):
         """A function's CUDA dialect (its .cu file), and its compilation for each architecture asked."""
         module, work, cname = self.target.module, self.target.work, data["cname"]
+        text = render_cuda_function(module, data)
         with open(os.path.join(work, cname + ".cu"), "w") as f:
-            f.write(render_cuda_function(module, data))
+            f.write(text)
         for arch in self.cuda:
-            self.jobs.append((cost_of(self.by_name[data["name"]]), ("cuda", (cname, arch), f"{cname}.cu for {arch}"),
-                              _timed, (cuda.compile_module_function, work, module, cname, arch)))
+            key = None if self.nvrtc is None else self.store.cubin_key(
+                [text, self._read(cuda_header_name(module))], arch, self.nvrtc)
+            cubin = None if key is None else self.store.cubin(key)
+            if cubin is not None:
+                self.cubins[cname, arch] = cubin
+                self.cached_cubins += 1
+                continue
+            self.jobs.append((cost_of(self.by_name[data["name"]]), ("cuda", (cname, arch, key), f"{cname}.cu for {arch}"),
+                              _timed, (cuda_lib.compile_module_function, work, module, cname, arch)))
 
     def _together(self, place):
         """The file of the small functions that share `place`, all there now: its object."""

@@ -1,7 +1,7 @@
 """The per-function cache, beside the module cache (`<out_dir>/.rbdgen-cache`): a build that adds
 a contact, a function or a frame generates and compiles only what changed.
 
-Two kinds of entries, each a file named by its key:
+Three kinds of entries, each a file named by its key:
 
 - programs/: a function's generated program (its data and C text), keyed by everything its
   generation reads: rbdgen's sources, the model, the module's name, the function, CSE, and the
@@ -12,6 +12,8 @@ Two kinds of entries, each a file named by its key:
   compiler's identity and flags. A function's file includes the module's
   header through the kernels header; the key leaves that header out: it declares the functions
   and defines sizes for C users, and no function's code reads either.
+- cubins/: a function's CUDA kernels for one GPU architecture, keyed by its CUDA dialect,
+  the dialect's header, the architecture and NVRTC's version.
 
 The rules are the module cache's (codegen/cache.py): each entry is written to a temporary file
 and renamed into place, so a reader sees a whole entry or none; each starts with the SHA-256 of
@@ -78,6 +80,19 @@ class BuildCache:
         with open(path, "rb") as f:
             self._write("objects", key, f.read())
 
+    # ----------------------------------------------------------------------- cubins ---
+
+    @staticmethod
+    def cubin_key(texts, arch, nvrtc_version):
+        return digest(*[t.encode() for t in texts], arch, nvrtc_version)
+
+    def cubin(self, key):
+        """The cubin cached under `key` (bytes), or None."""
+        return self._read("cubins", key)
+
+    def keep_cubin(self, key, cubin):
+        self._write("cubins", key, cubin)
+
     # ---------------------------------------------------------------------- storage ---
 
     def _path(self, kind, key):
@@ -125,7 +140,7 @@ class BuildCache:
         """Remove the least recently used entries beyond `limit` bytes (and temporary files a
         killed build left)."""
         entries = []
-        for kind in ("programs", "objects"):
+        for kind in ("programs", "objects", "cubins"):
             folder = os.path.join(self.root, kind)
             try:
                 names = os.listdir(folder)

@@ -330,8 +330,18 @@ def render_cuda_header(module):
     return template("cuda.h.j2").render(version=__version__, module=module)
 
 
+# NVVM's optimizer takes time growing faster than linearly with the loads and stores of one
+# function: a program in parts stores the outputs left to after its parts from functions of at
+# most this many stores in the CUDA dialect (Panda's Christoffel symbols, 464 such stores: a
+# third of its NVRTC time in one function).
+CUDA_OUTPUT_STORES = 100
+
+
 def render_cuda_function(module, fn):
     """The CUDA dialect of a function (its template data, `fn`, as the C dialect has it): a
     device function of one state, the same statements in the same parts, and a batch kernel."""
-    return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module), fn=fn,
-                                             device="RBDGEN_DEVICE ")
+    kernels = [dict(k, output_chunks=[k["outputs"][i:i + CUDA_OUTPUT_STORES]
+                                      for i in range(0, len(k["outputs"]), CUDA_OUTPUT_STORES)])
+               if k.get("output_chunks") else k for k in fn["kernels"]]
+    return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module),
+                                             fn=dict(fn, kernels=kernels), device="RBDGEN_DEVICE ")

@@ -161,7 +161,7 @@ class Build:
         # the header again, now with each function's cost and workspace
         self._write(work, header, render_header(module, datas, model, self.frames, self.contacts))
         if archs is not None:
-            self._cubins(work, archs, compilation.cubins, time.perf_counter() - t0)
+            self._cubins(work, archs, compilation, time.perf_counter() - t0)
         copy_binding(work)
         with open(os.path.join(work, "model.json"), "w", encoding="utf-8") as f:
             json.dump(metadata(self, extension, datas), f, indent=1)
@@ -175,19 +175,20 @@ class Build:
         store.prune()
         return expected
 
-    def _cubins(self, work, archs, cubins, seconds):
+    def _cubins(self, work, archs, compilation, seconds):
         """The CUDA dialect's cubins for the architectures asked for, else for the GPUs present
         (none: compiled at the first call on a GPU), kept in cuda/<arch>/."""
         if not archs:
             self.progress("CUDA sources written; compiled at the first call on a GPU (no GPU here with NVRTC, "
                           "and no --cuda-arch)")
             return
-        for (cname, arch), cubin in cubins.items():
+        for (cname, arch), cubin in compilation.cubins.items():
             os.makedirs(os.path.join(work, "cuda", arch), exist_ok=True)
             with open(os.path.join(work, "cuda", arch, cname + ".cubin"), "wb") as f:
                 f.write(cubin)
+        cached = compilation.cached_cubins
         self.progress(f"compiled the CUDA kernels for {', '.join(archs)} (NVRTC, among the C's jobs: {seconds:.1f} s "
-                      "for both)")
+                      "for both" + (f"; {cached} of {len(compilation.cubins)} from the cache" if cached else "") + ")")
 
     @staticmethod
     def _write(work, name, text):
