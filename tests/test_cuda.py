@@ -194,6 +194,36 @@ def test_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch, robot):
         module.rnea(q, q[:, :model.nv].astype(np.float32).view(HostDevice), q[:, :model.nv].copy())
 
 
+def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
+    """module.torch's ops on 'CUDA' tensors (CPU tensors standing for them: the PyTorch kind of
+    bindings/device.py, its stream and device aside): what the op hands the kernels, and the
+    (states, size) result it returns, parts and frames included, equal the C module."""
+    import sys
+    torch = pytest.importorskip("torch")
+    module, model = bridge_modules["solo12"]
+    names = [n for n, d in module._DESCRIPTIONS.items() if d.kind == "state" or n == "frame_placement"]
+    library = host_library(module, str(tmp_path), names)
+    module.torch(names[0])   # (loads the module's _torch)
+    device, ops = sys.modules[module.__name__ + "._device"], sys.modules[module.__name__ + "._torch"]
+
+    class Kind(device._Torch):   # (a CPU tensor's device has no ordinal or stream)
+        ordinal = stream = staticmethod(lambda: 0)
+    monkeypatch.setattr(device, "kind_of", lambda x: Kind(x) if isinstance(x, torch.Tensor) else None)
+    monkeypatch.setattr(module._FUNCTIONS, "_kernels", _HostKernels(library))
+    run = ops._run
+    monkeypatch.setattr(ops, "_run", lambda function, d, args, entry: run(function, d, args, None))
+    rng = np.random.default_rng(SEED)
+    for name in names:
+        d = module._DESCRIPTIONS[name]
+        values = [x for x, p in zip(inputs_of(module, model, d, rng, STATES), d.inputs) if not p.broadcast]
+        if d.per_body:
+            values = [values[0], module.frames[-1]]
+        expected = getattr(module, name)(*values)
+        actual = module.torch(name)(*[torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in values])
+        for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
+            assert np.array_equal(a.numpy(), np.asarray(e)), name
+
+
 def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
     """Domain randomization's call: model parameters (a payload) nominal, one set for the batch
     and one set per state, through the device path (host-run, as above): equal to the C."""

@@ -9,6 +9,7 @@ then in CUDA_HOME / CUDA_PATH and /usr/local/cuda, then on the loader's path; RB
 names the library itself. The driver (libcuda.so.1) comes with the GPU's driver."""
 
 import ctypes
+import functools
 import glob
 import os
 import sys
@@ -162,18 +163,24 @@ def _check(code, what):
         raise CudaError(f"CUDA: {what} failed: {(text.value or b'error %d' % code).decode()}")
 
 
+_PRIMARY = {}   # a GPU's ordinal -> its primary context (retained once, never released)
+
+
 def _use_device(ordinal):
     """Make `ordinal`'s primary context current (the one PyTorch, CuPy and JAX use)."""
     lib, context = driver(), ctypes.c_void_p()
     _check(lib.cuCtxGetCurrent(ctypes.byref(context)), "cuCtxGetCurrent")
+    primary = _PRIMARY.get(ordinal)
+    if primary is not None and context.value == primary.value:   # (every launch: one driver call)
+        return
     device = ctypes.c_int()
-    if context.value:
-        _check(lib.cuCtxGetDevice(ctypes.byref(device)), "cuCtxGetDevice")
-        if device.value == ordinal:
-            return
     _check(lib.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
-    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
-    _check(lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    if primary is None:
+        primary = ctypes.c_void_p()
+        _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(primary), device), "cuDevicePrimaryCtxRetain")
+        _PRIMARY[ordinal] = primary
+    if context.value != primary.value:
+        _check(lib.cuCtxSetCurrent(primary), "cuCtxSetCurrent")
 
 
 def architecture(ordinal=0):
@@ -216,10 +223,13 @@ class Kernels:
         self.folder, self.module = folder, module
         self.loaded = {}   # (device, cname) -> (CUfunction, threads a block)
         self.lock = threading.Lock()
+        self._built = False
 
     @property
     def built(self):
-        return os.path.isfile(os.path.join(self.folder, f"rbdgen_{self.module}_cuda.h"))
+        if not self._built:   # (asked by every call on device arrays: the file system once it is there)
+            self._built = os.path.isfile(os.path.join(self.folder, f"rbdgen_{self.module}_cuda.h"))
+        return self._built
 
     def cubin(self, cname, arch):
         path = os.path.join(self.folder, "cuda", arch, cname + ".cubin")
@@ -259,11 +269,16 @@ class Kernels:
         function, block = self.function(device, cname)
         _use_device(device)
         values = [ctypes.c_long(n), *arguments]
-        pointers = (ctypes.c_void_p * len(values))(*map(ctypes.addressof, values))
+        pointers = _pointer_array(len(values))(*map(ctypes.addressof, values))
         code = driver().cuLaunchKernel(function, (n + block - 1) // block, 1, 1, block, 1, 1, 0, stream or None,
                                        pointers, None)
         if code:
             _check(code, f"launching {cname}")
+
+
+@functools.lru_cache(maxsize=None)
+def _pointer_array(count):
+    return ctypes.c_void_p * count
 
 
 def compile_module_function(folder, module, cname, arch, extra=(), log=None):

@@ -24,7 +24,9 @@ class _Torch:
         return self.device.index or 0
 
     def stream(self):
-        return self.torch.cuda.current_stream(self.device).cuda_stream
+        # (PyTorch's own raw handle, as its compiled kernels launch; else through a Stream object)
+        raw = getattr(self.torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(self.ordinal()) if raw is not None else self.torch.cuda.current_stream(self.device).cuda_stream
 
     def is_float64(self, x):
         return x.dtype == self.torch.float64
@@ -119,8 +121,9 @@ def on_device(args, out):
     return any(kind_of(x) is not None for x in (*args, out))
 
 
-def call(function, body, args, out):
-    """function (a _function.Function) on device arrays: the kernel of its CUDA dialect."""
+def call(function, body, args, out, flat=False):
+    """function (a _function.Function) on device arrays: the kernel of its CUDA dialect. flat
+    (PyTorch's op, out None): the result as (states, size), its parts not split."""
     d = function.description
     names, first = function.names, function.first
     kind = kind_of(args[first])
@@ -153,7 +156,7 @@ def call(function, body, args, out):
             pointers.append(_cuda.ctypes.c_int(shared))
     shape = ((count,) if batch else ()) + (() if function.scalar else tuple(d.shape))
     if out is None:
-        out = kind.empty(shape)
+        out = kind.empty((count, d.size) if flat else shape)
     elif not _fits(kind, out, shape):
         raise ValueError(f"{d.name}: out= must be a contiguous float64 array of shape {shape} on {kind.where(head)}")
     lead = [_cuda.ctypes.c_long(body)] if function.per_body else []
@@ -162,7 +165,7 @@ def call(function, body, args, out):
                        count)
         if d.pivots is not None:
             _redundant_as_nan(kind, d, out.reshape(count, d.size), None if d.damping is None else args[d.damping])
-    if function.parts:
+    if function.parts and not flat:
         lead_shape = tuple(out.shape[:1]) if batch else ()
         return tuple(out[..., start:stop].reshape(lead_shape + shape_) for start, stop, shape_ in function.parts)
     return out

@@ -121,6 +121,9 @@ class Operators:
         op = self.op(name)
         function = self.m._FUNCTIONS.table[name]
         kernels = {"cpu": getattr(self.m, function.public), "cuda": None}   # _run's
+        # each input: 2 a state (rows of the batch), 1 the parameters (one set, or one a state), 0 else
+        ports = [(port, 2 if port.per_state else 1 if port.broadcast else 0) for port in d.inputs]
+        matrix = len(d.shape) == 1
 
         def call(*values, params=None, **settings):
             body = None
@@ -144,10 +147,10 @@ class Operators:
                     given[k] = port.default
             if settings:
                 raise TypeError(f"{name}() got an unexpected keyword argument {next(iter(settings))!r}")
-            for port, x in zip(d.inputs, given):
-                if port.per_state or (port.broadcast and x is not None and x.ndim > 1):
+            for (port, batching), x in zip(ports, given):
+                if batching == 2 or (batching and x is not None and x.ndim > 1):
                     x = x if x.ndim == 2 else x.reshape((-1, port.size))   # (the kernel checks the size)
-                elif port.broadcast and x is None:
+                elif batching and x is None:
                     if device not in self.nominal:
                         self.nominal[device] = torch.tensor(_np.array(self.m._PARAMETERS.nominal), device=device)
                     x = self.nominal[device]
@@ -161,7 +164,7 @@ class Operators:
                 return flat.reshape(lead)
             if d.parts:
                 return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
-            return flat if len(lead) == 1 and len(d.shape) == 1 else flat.reshape(lead + tuple(d.shape))
+            return flat if matrix and len(lead) == 1 else flat.reshape(lead + tuple(d.shape))
         call.__name__, call.__doc__ = name, d.public_doc
         return call
 
@@ -209,20 +212,19 @@ def _run(function, d, args, entry):
     """The op's kernel: on the CPU, `entry` (the module's C entry point, which checks what it
     is given as any call does); on the GPU (entry None), the CUDA dialect's kernel."""
     body, tensors = (args[0], args[1:]) if d.per_body else (None, args)
+    if entry is None:   # (bindings/device.py checks the tensors, as for any call on the GPU)
+        return _device.call(function, body, tensors, None, flat=True)
     count = tensors[function.first].shape[0]
     for port, x in zip(d.inputs, tensors):
         if x.dtype != _F64:
             raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
                             "float64 tensors (.double())")
-    out = torch.empty((count, d.size), dtype=_F64, device=tensors[function.first].device)
+    out = torch.empty((count, d.size), dtype=_F64)
     shape = (count,) + (() if d.scalar else tuple(d.shape))
-    tensors = [x.contiguous() for x in tensors]
-    if entry is not None:   # (the parameters by keyword: rnea and aba take f_ext and passive before them)
-        arrays = [x.numpy() for x in tensors]
-        entry(*(() if body is None else (body,)), *[x for x, port in zip(arrays, d.inputs) if not port.broadcast],
-              **{port.name: x for x, port in zip(arrays, d.inputs) if port.broadcast}, out=out.numpy().reshape(shape))
-    else:
-        _device.call(function, body, tensors, out.view(shape))
+    arrays = [x.contiguous().numpy() for x in tensors]
+    # (the parameters by keyword: rnea and aba take f_ext and passive before them)
+    entry(*(() if body is None else (body,)), *[x for x, port in zip(arrays, d.inputs) if not port.broadcast],
+          **{port.name: x for x, port in zip(arrays, d.inputs) if port.broadcast}, out=out.numpy().reshape(shape))
     return out
 
 
