@@ -1,7 +1,8 @@
 """GPU timings (issue 47), one run on one GPU: ns per state of rbdgen's CUDA kernels, bare (the
-driver launch, CUDA events) and through module.torch (CUDA tensors in and out), beside our C
-batch on all the host's cores and, where mujoco.mjx is installed, MJX's jit(vmap(...)) in
-float64 and float32 on the same GPU (the robot's URDF compiled by MuJoCo, meshes dropped).
+driver launch, CUDA events) and through module.torch (CUDA tensors in and out: a call, twenty
+back to back, and one replayed from a CUDA graph), beside our C batch on all the host's cores
+and, where mujoco.mjx is installed, MJX's jit(vmap(...)) in float64 and float32 on the same GPU
+(the robot's URDF compiled by MuJoCo, meshes dropped).
 Medians of --repeats timed runs after a warm-up. Then, as asked:
   --peers URDF   GRiD's robot: ours beside GRiD's kernels (the lines benchmarks/grid_timing.cu
                  printed, --grid-results; its check file, --grid-check, held against our module)
@@ -51,6 +52,24 @@ def pipelined_ns(run, count, repeats, calls=20):
     """ns per state of `calls` back-to-back runs (the host's work on one call overlapping the
     GPU's on the one before, as in a loop of steps), median of `repeats`."""
     return gpu_ns(lambda: [run() for _ in range(calls)], count * calls, repeats)
+
+
+def graphed(run):
+    """run() captured once in a CUDA graph (as torch.compile's reduce-overhead mode does): its
+    replay, the host's work of a call gone; None where the capture fails (said why)."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):   # (the kernels loaded before the capture)
+            run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        return graph.replay
+    except Exception as error:   # noqa: BLE001  (reported, and the cell left empty)
+        print(f"  no CUDA graph: {type(error).__name__}: {error}")
+        return None
 
 
 def host_ns(run, count, repeats):
@@ -281,8 +300,9 @@ def main():
         t0 = time.perf_counter()
         module = rbdgen.build(path, args.output, floating_base=floating, algorithms=FUNCTIONS, cuda=True)
         print(f"\n{robot}: built with CUDA in {time.perf_counter() - t0:.1f} s (nv {module.nv})")
-        print(f"{'function':18} {'B':>8} {'kernel':>9} {'torch':>9} {'torch, 20':>9} {'C, host':>9} {'MJX f64':>9} "
-              f"{'MJX f32':>9}  ns/state (torch, 20: twenty calls back to back)")
+        print(f"{'function':18} {'B':>8} {'kernel':>9} {'torch':>9} {'torch, 20':>9} {'graph':>9} {'C, host':>9} "
+              f"{'MJX f64':>9} {'MJX f32':>9}  ns/state (torch, 20: twenty calls back to back; graph: the torch "
+              "call in a CUDA graph, replayed)")
         for count in [int(s) for s in args.sizes.split(",")]:
             host, device = states(module, count, "cuda")
             mjx64 = mjx_runs(path, count, np.float64) if count in mjx_sizes else {}
@@ -294,11 +314,13 @@ def main():
                 op = module.torch(name)
                 through = gpu_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
                 piped = pipelined_ns(lambda: op(*[device[n] for n in ins]), count, args.repeats)
+                replay = graphed(lambda: op(*[device[n] for n in ins]))
+                graph = f"{gpu_ns(replay, count, args.repeats):9.2f}" if replay else f"{'':>9}"
                 c = host_ns(lambda: getattr(module, name)(*[host[n] for n in ins]), count, 3) if count <= 131072 else None
                 cells = [f"{gpu_ns(runs[name], count, args.repeats):9.2f}" if name in runs else f"{'':>9}"
                          for runs in (mjx64, mjx32)]
                 host_cell = f"{c:9.2f}" if c is not None else f"{'':>9}"
-                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {host_cell} {' '.join(cells)}",
+                print(f"{name:18} {count:8d} {kernel:9.2f} {through:9.2f} {piped:9.2f} {graph} {host_cell} {' '.join(cells)}",
                       flush=True)
         if args.registers:
             variants(module, FUNCTIONS, 131072, args.registers.split(","), args.repeats)

@@ -141,6 +141,7 @@ class _HostKind:
     same = staticmethod(lambda x: isinstance(x, HostDevice))
     where = staticmethod(lambda x: "the device" if isinstance(x, HostDevice) else "the host")
     unclear = staticmethod(lambda p, clear: ~(p > clear * np.abs(p).max(axis=-1, keepdims=True)).all(axis=-1))
+    blank = staticmethod(lambda rows, bad: np.copyto(rows, np.nan, where=bad[:, None]))
 
 
 class _HostKernels:
@@ -222,6 +223,9 @@ def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
         actual = module.torch(name)(*[torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in values])
         for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
             assert np.array_equal(a.numpy(), np.asarray(e)), name
+    rows = torch.ones((3, 4), dtype=torch.float64)   # a redundant solve's states: NaN by a mask, the pivots kept
+    Kind(rows).blank(rows[:, :3], torch.tensor([True, False, True]))
+    assert torch.isnan(rows[[0, 2], :3]).all() and (rows[1] == 1).all() and (rows[:, 3] == 1).all()
 
 
 def test_device_path_with_parameters_per_state(tmp_path, monkeypatch):
@@ -460,6 +464,35 @@ def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
     picked = rng.choice(count, 1000, replace=False)
     expected = module.rnea(q.cpu().numpy()[picked], v.cpu().numpy()[picked], a.cpu().numpy()[picked])
     _close("rnea, a million states", tau.cpu().numpy()[picked], expected)
+
+
+@gpu
+def test_gpu_torch_calls_captured_in_a_cuda_graph(bridge_modules):
+    """A loop's calls captured once in a CUDA graph (torch.cuda.graph, as torch.compile's
+    reduce-overhead mode does): the launch is on PyTorch's capturing stream, and replays with
+    new states in the captured tensors equal the C batch."""
+    torch = pytest.importorskip("torch")
+    module, model = bridge_modules["panda"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.zeros((64, model.nv), dtype=torch.float64, device="cuda") for _ in range(3))
+    rnea, aba = module.torch("rnea"), module.torch("aba")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # (loads the kernels: no module is loaded during a capture)
+        aba(q, v, rnea(q, v, a))
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        tau = rnea(q, v, a)
+        back = aba(q, v, tau)
+    for _ in range(2):
+        values = [rng.normal(size=(64, model.nv)) for _ in range(3)]
+        for tensor, x in zip((q, v, a), values):
+            tensor.copy_(torch.from_numpy(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        _close("rnea, replayed", tau.cpu().numpy(), module.rnea(*values))
+        _close("aba(rnea), replayed", back.cpu().numpy(), values[2])
 
 
 @gpu

@@ -55,6 +55,9 @@ class _Torch:
     def unclear(self, pivots, clear):
         return ~(pivots > clear * pivots.abs().amax(-1, keepdim=True)).all(-1)
 
+    def blank(self, rows, bad):
+        rows.masked_fill_(bad[:, None], float("nan"))
+
 
 class _CuPy:
     def __init__(self, x):
@@ -95,6 +98,9 @@ class _CuPy:
 
     def unclear(self, pivots, clear):
         return ~(pivots > clear * self.cupy.abs(pivots).max(axis=-1, keepdims=True)).all(axis=-1)
+
+    def blank(self, rows, bad):
+        self.cupy.copyto(rows, _np.nan, where=bad[:, None])
 
 
 def kind_of(x):
@@ -203,7 +209,7 @@ def _redundant_as_nan(kind, d, rows, damping):
     bad = kind.unclear(pivots, _CLEAR)
     if damping is not None and kind.same(damping):   # (given on the device: one for the batch)
         bad = bad & (damping.reshape(-1)[0] <= 0)
-    rows[bad, :d.pivots.offset] = float("nan")
+    kind.blank(rows[:, :d.pivots.offset], bad)   # (by a mask, not an index: no wait for the GPU, a CUDA graph captures it)
 
 
 def _state(kind, port, x, count, name):
