@@ -219,7 +219,7 @@ def _run(function, d, args, entry):
         if x.dtype != _F64:
             raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
                             "float64 tensors (.double())")
-    out = torch.empty((count, d.size), dtype=_F64)
+    out = torch.empty((count, d.size), dtype=_F64, device="cpu")
     shape = (count,) + (() if d.scalar else tuple(d.shape))
     arrays = [x.contiguous().numpy() for x in tensors]
     # (the parameters by keyword: rnea and aba take f_ext and passive before them)

@@ -243,8 +243,9 @@ class Compilation:
         with open(os.path.join(work, cname + ".cu"), "w") as f:
             f.write(text)
         for arch in self.cuda:
+            # (rbdgen's sources, in the fingerprint, stand for NVRTC's options)
             key = None if self.nvrtc is None else self.store.cubin_key(
-                [text, self._read(cuda_header_name(module))], arch, self.nvrtc)
+                [text, self._read(cuda_header_name(module))], arch, (self.nvrtc, self.fingerprint))
             cubin = None if key is None else self.store.cubin(key)
             if cubin is not None:
                 self.cubins[cname, arch] = cubin
