@@ -10,8 +10,8 @@ Medians of --repeats timed runs after a warm-up. Then, as asked:
                  free base), where adam is installed;
   --parameters   Panda with every inertial parameter per state (inertia:all, B x np);
   --build        Panda's default build without and with the CUDA target;
-  --registers    each kernel with its registers capped (64,128: NVRTC's --maxrregcount) or its
-                 parts inlined (inline).
+  --registers    each kernel with its registers capped (64,128: NVRTC's --maxrregcount), its
+                 parts inlined (inline) or long programs in parts of N statements (partsN).
 
     python benchmarks/bench_gpu.py [--robots panda,talos] [--sizes 1024,16384,131072,1048576]
 """
@@ -118,8 +118,21 @@ def bare(module, name, device_states, count, kernels=None):
 def variant(module, choice):
     """The module's kernels compiled another way: a number, with at most that many registers a
     thread (NVRTC's --maxrregcount; ptxas keeps the rest in local memory: more threads an SM,
-    more traffic); "inline", a long program's parts inlined (no workspace between them)."""
+    more traffic); "inline", a long program's parts inlined (no workspace between them);
+    "partsN", long programs cut into parts of N statements rather than 600 (fewer registers and
+    spills, more workspace traffic: docs/performance.md), the module built again so."""
     from importlib import import_module
+    if choice.startswith("parts"):
+        from rbdgen.codegen import render
+        defaults = render.function_data.__defaults__
+        render.function_data.__defaults__ = (int(choice[5:]),)   # (the build's workers fork after)
+        try:
+            source = module._META["source"]
+            other = rbdgen.build(source["urdf"], tempfile.mkdtemp(prefix=choice), floating_base=source["floating_base"],
+                                 algorithms=list(module._DESCRIPTIONS), cuda=True, verify=False)
+        finally:
+            render.function_data.__defaults__ = defaults
+        return other._FUNCTIONS.kernels()
     cuda = import_module(module.__name__ + "._cuda")
     extra = ("-DRBDGEN_NOINLINE=",) if choice == "inline" else (f"--maxrregcount={int(choice)}",)
 
@@ -290,8 +303,8 @@ def main():
     parser.add_argument("--grid-check", help="grid_timing's check file")
     parser.add_argument("--parameters", action="store_true")
     parser.add_argument("--build", action="store_true")
-    parser.add_argument("--registers", default="", help="register caps (and inline: parts inlined) to try at "
-                                                       "131 072 states, as 64,128,inline")
+    parser.add_argument("--registers", default="", help="register caps (inline: parts inlined; partsN: parts of N "
+                                                       "statements) to try at 131 072 states, as 64,128,inline,parts300")
     args = parser.parse_args()
     print(f"GPU: {torch.cuda.get_device_name()}, host: {os.cpu_count()} cores, torch {torch.__version__}")
     mjx_sizes = [int(x) for x in args.mjx_sizes.split(",") if x]

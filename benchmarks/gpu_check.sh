@@ -2,7 +2,7 @@
 # The GPU check of issue 47: prepared here, run where a GPU is lent.
 #   bash benchmarks/gpu_check.sh prepare      # here, on the CPU: what the GPU machine lacks, in .gpu/
 #   bash benchmarks/gpu_check.sh run tests    # there (the device tool, carry .gpu): the GPU tests
-#   bash benchmarks/gpu_check.sh run bench    # Panda's table, parameters per state, register caps
+#   bash benchmarks/gpu_check.sh run bench    # Panda's table, parameters per state, register caps, part sizes
 #   bash benchmarks/gpu_check.sh run peers    # GRiD and adam on GRiD's iiwa
 #   bash benchmarks/gpu_check.sh run talos    # Talos's table, the build's cost with CUDA
 # In that order of worth. Each `run` is one device call, cut at 9 minutes (a call may take 10);
@@ -51,7 +51,7 @@ run)
         $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 \
             | tee "$out/tests.txt" ;;
     bench)
-        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128,inline 2>&1 \
+        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128,inline,parts300,parts150 2>&1 \
             | tee "$out/bench_panda.txt" ;;
     peers)
         [ -f .gpu/grid/grid.cuh ] || { echo "no GRiD header: prepare with GRID_SOURCE and GRID_URDF" >&2; exit 2; }
