@@ -5,7 +5,9 @@
 #   bash benchmarks/gpu_check.sh run bench    # Panda's table, parameters per state, register caps, part sizes
 #   bash benchmarks/gpu_check.sh run peers    # GRiD and adam on GRiD's iiwa
 #   bash benchmarks/gpu_check.sh run talos    # Talos's table, the build's cost with CUDA
-# In that order of worth. Each `run` is one device call, cut at 9 minutes (a call may take 10);
+#   bash benchmarks/gpu_check.sh run all      # the four in one device call, each cut at its share
+# In that order of worth. Each `run` is one device call, cut at 9 minutes (a call may take 10;
+# a session has 15 minutes of device time, start-up included: `run all` fits one call);
 # results also go to $OUT when set.
 # The GPU machine has no network and no example-robot-data, cffi, MuJoCo or adam: they travel in
 # .gpu/. GRiD's header is generated here from GRiD's sources, when GRID_SOURCE names a checkout
@@ -41,12 +43,17 @@ prepare)
     fi
     du -sh .gpu ;;
 run)
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/wheels/*.whl 2>&1 | tail -3
+    [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        .gpu/wheels/*.whl 2>&1 | tail -3
     export PYTHONPATH="/tmp/site:$PWD" RBDGEN_ROBOTS_DIR="$PWD/.gpu/robots"
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/gpu.txt" || true
-    limit="timeout 540"
+    limit="timeout ${GPU_CHECK_SECONDS:-540}"
     case "${2:-}" in
+    all)   # one device call (no start-up between the parts), each part cut at its share
+        for part in tests:150 bench:190 peers:90 talos:130; do
+            GPU_CHECK_SECONDS=${part#*:} bash "$0" run "${part%:*}" || echo "(${part%:*}: exit $?)"
+        done ;;
     tests)
         $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 \
             | tee "$out/tests.txt" ;;
@@ -68,8 +75,8 @@ run)
         $limit python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build --registers 128 2>&1 \
             | tee "$out/bench_talos.txt" ;;
     *)
-        echo "usage: $0 run tests|bench|peers|talos" >&2; exit 2 ;;
+        echo "usage: $0 run tests|bench|peers|talos|all" >&2; exit 2 ;;
     esac ;;
 *)
-    echo "usage: $0 prepare | run tests|bench|peers|talos" >&2; exit 2 ;;
+    echo "usage: $0 prepare | run tests|bench|peers|talos|all" >&2; exit 2 ;;
 esac
