@@ -223,6 +223,12 @@ def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
         actual = module.torch(name)(*[torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in values])
         for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
             assert np.array_equal(a.numpy(), np.asarray(e)), name
+    q, v, a = (torch.tensor(rng.normal(size=(2, n))) for n in (model.nq, model.nv, model.nv))
+    q[:, 3:7] /= q[:, 3:7].norm(dim=1, keepdim=True)
+    v.requires_grad_(), a.requires_grad_()   # (the backward's derivative functions through the device path too)
+    for name in ("rnea", "aba"):
+        op = module.torch(name)
+        assert torch.autograd.gradcheck(lambda v, a: op(q, v, a), (v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
     rows = torch.ones((3, 4), dtype=torch.float64)   # a redundant solve's states: NaN by a mask, the pivots kept
     Kind(rows).blank(rows[:, :3], torch.tensor([True, False, True]))
     assert torch.isnan(rows[[0, 2], :3]).all() and (rows[1] == 1).all() and (rows[:, 3] == 1).all()
