@@ -21,14 +21,20 @@ SEED = 47
 gpu = pytest.mark.skipif(not cuda.present_architectures(), reason="no CUDA GPU")
 
 
+_HOST_LIBRARIES = {}   # (module, names) -> its library: several tests run a bridge module's kernels
+
+
 def host_library(module, folder, names):
-    """The CUDA files of `names` compiled as host C (with the module's compiler and flags)."""
-    meta = module._META
-    files = [os.path.join(module._HERE, meta_cname(module, n) + ".cu") for n in names]
-    library = os.path.join(folder, f"host_{meta['module']}.so")
-    subprocess.run([c_compiler(), *compile_flags(True), "-x", "c", "-shared", "-o", library, *files],
-                   check=True, capture_output=True)
-    return ctypes.CDLL(library)
+    """The CUDA files of `names` compiled as host C (with the module's compiler and flags), once
+    a session."""
+    key = (module.__name__, tuple(names))
+    if key not in _HOST_LIBRARIES:
+        files = [os.path.join(module._HERE, meta_cname(module, n) + ".cu") for n in names]
+        library = os.path.join(folder, f"host_{module._META['module']}.so")
+        subprocess.run([c_compiler(), *compile_flags(True), "-x", "c", "-shared", "-o", library, *files],
+                       check=True, capture_output=True)
+        _HOST_LIBRARIES[key] = ctypes.CDLL(library)
+    return _HOST_LIBRARIES[key]
 
 
 def meta_cname(module, name):
@@ -203,7 +209,7 @@ def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     module, model = bridge_modules["solo12"]
     names = [n for n, d in module._DESCRIPTIONS.items() if d.kind == "state" or n == "frame_placement"]
-    library = host_library(module, str(tmp_path), names)
+    library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
     module.torch(names[0])   # (loads the module's _torch)
     device, ops = sys.modules[module.__name__ + "._device"], sys.modules[module.__name__ + "._torch"]
 
