@@ -7,6 +7,7 @@ errors of device calls. Tests that launch kernels are marked `gpu` and skipped w
 import ctypes
 import os
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -428,37 +429,72 @@ def _close(name, actual, expected):
 GPU_REL_TOL = 1e-12   # the GPU's FMA and sin/cos against the C: the issue's bound
 
 
-@gpu
-@pytest.mark.parametrize("robot", ["ur5", "panda", "solo12"])
-def test_gpu_equals_the_c_module(bridge_modules, robot):
-    """Every function on CUDA tensors (PyTorch), then CuPy and JAX arrays where installed,
-    at 1 and 1 000 states (and out=), against the C batch."""
-    torch = pytest.importorskip("torch")
-    module, model = bridge_modules[robot]
+def _on_the_gpu_as_in_c(module, model, label, params=None, kinds=None):
+    """Every function of `module` on CUDA tensors (PyTorch), then CuPy and JAX arrays where
+    installed (or `kinds`: functions that put a host array there), at 1 and 1 000 states,
+    against the C batch (params: per state, (states, np))."""
     rng = np.random.default_rng(SEED)
     bodies = sorted({body for body, _ in module._FRAME_TABLE.values()})
-    kinds = [lambda x: torch.tensor(x, device="cuda")]
-    for name in ("cupy", "jax"):
-        try:
-            lib = __import__(name)
-            kinds.append(lib.asarray if name == "cupy" else (lambda x, lib=lib: lib.device_put(x, lib.devices("gpu")[0])))
-        except Exception:
-            pass
+    if kinds is None:
+        torch = pytest.importorskip("torch")
+        kinds = [lambda x: torch.tensor(x, device="cuda")]
+        for name in ("cupy", "jax"):
+            try:
+                lib = __import__(name)
+                kinds.append(lib.asarray if name == "cupy" else (lambda x, lib=lib: lib.device_put(x, lib.devices("gpu")[0])))
+            except Exception:
+                pass
     for name, d in module._DESCRIPTIONS.items():
         function = module._FUNCTIONS.table[name]
         for count in (1, 1000):
             values = inputs_of(module, model, d, rng, count)
+            if params is not None:
+                values = [params(count) if p.broadcast else x for x, p in zip(values, d.inputs)]
             for body in (bodies[:2] if d.per_body else [None]):
                 flat = lambda r: np.concatenate([np.reshape(np.asarray(p), (count, -1)) for p in r], axis=1) \
                     if function.parts else np.reshape(np.asarray(r), (count, -1))
                 expected = flat(function(body, values, None, 1))
                 for kind in kinds:
-                    device = [kind(x) if p.per_state else x for x, p in zip(values, d.inputs)]
+                    device = [kind(x) if p.per_state or (p.broadcast and x.ndim == 2) else x
+                              for x, p in zip(values, d.inputs)]
                     result = function(body, device, None, 0)
                     host = lambda x: x.cpu().numpy() if hasattr(x, "cpu") else (x.get() if hasattr(x, "get") else np.asarray(x))
                     actual = np.concatenate([host(p).reshape(count, -1) for p in result], axis=1) if function.parts \
                         else host(result).reshape(count, -1)
-                    _close(f"{robot} {name} ({count} states)", actual, expected)
+                    _close(f"{label} {name} ({count} states)", actual, expected)
+
+
+@gpu
+@pytest.mark.parametrize("robot", ["ur5", "panda", "solo12"])
+def test_gpu_equals_the_c_module(bridge_modules, robot):
+    """The bridges' modules: joint space, derivatives, solves, a declared contact, frames."""
+    module, model = bridge_modules[robot]
+    _on_the_gpu_as_in_c(module, model, robot)
+
+
+@gpu
+def test_gpu_equals_the_c_module_on_the_issues_robots(tmp_path):
+    """The issue's others: Solo12 on its four feet (contact dynamics, their derivatives,
+    impulses), Panda with a payload's parameters per state (domain randomization), Talos."""
+    import rbdgen
+    from helpers import robot_path
+    from rbdgen.examples import ROBOTS
+    solo = rbdgen.build(robot_path("solo12"), str(tmp_path), floating_base=True, cuda=True,
+                        contacts=["FL_FOOT:3d", "FR_FOOT:3d", "HL_FOOT:3d", "HR_FOOT:3d"],
+                        algorithms=["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics", "contact_eom"])
+    _on_the_gpu_as_in_c(solo, rbdgen.load_urdf(robot_path("solo12"), floating_base=True), "solo12, four feet")
+    with warnings.catch_warnings():   # Panda's fingers: <mimic> ignored
+        warnings.simplefilter("ignore")
+        panda = rbdgen.build(robot_path("panda"), str(tmp_path), cuda=True, parameters=["payload:panda_hand"],
+                             algorithms=["rnea", "aba", "crba", "rnea_derivatives", "aba_derivatives"])
+        model = rbdgen.load_urdf(robot_path("panda"))
+    nominal = np.asarray(panda._PARAMETERS.nominal)
+    spread = np.random.default_rng(SEED)
+    _on_the_gpu_as_in_c(panda, model, "panda, payload per state",
+                        params=lambda count: nominal * (1 + 0.2 * spread.random((count, nominal.size))))
+    talos = rbdgen.build(robot_path("talos"), str(tmp_path), floating_base=ROBOTS["talos"][1], cuda=True,
+                         algorithms=["rnea", "crba", "aba", "minv"])
+    _on_the_gpu_as_in_c(talos, rbdgen.load_urdf(robot_path("talos"), floating_base=ROBOTS["talos"][1]), "talos")
 
 
 @gpu
