@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_check.sh run peers    # GRiD and adam on GRiD's iiwa
 #   bash benchmarks/gpu_check.sh run talos    # Talos's table, the build's cost with CUDA
 #   bash benchmarks/gpu_check.sh run all      # the four in one device call, each cut at its share
+#                                             # (the GPU tests only, fewer variants, Talos at 131 072)
 # In that order of worth. Each `run` is one device call, cut at 9 minutes (a call may take 10;
 # a session has 15 minutes of device time, start-up included: `run all` fits one call);
 # results also go to $OUT when set.
@@ -50,16 +51,19 @@ run)
     nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/gpu.txt" || true
     limit="timeout ${GPU_CHECK_SECONDS:-540}"
     case "${2:-}" in
-    all)   # one device call (no start-up between the parts), each part cut at its share
-        for part in tests:150 bench:190 peers:90 talos:130; do
-            GPU_CHECK_SECONDS=${part#*:} bash "$0" run "${part%:*}" || echo "(${part%:*}: exit $?)"
-        done ;;
+    all)   # one device call (no start-up between the parts), each part cut at its share: the GPU
+           # tests only (the CPU ones ran in CI), fewer kernel variants, Talos at one size
+        GPU_CHECK_SECONDS=150 TESTS="-k test_gpu" bash "$0" run tests || echo "(tests: exit $?)"
+        GPU_CHECK_SECONDS=200 VARIANTS=128,parts300 bash "$0" run bench || echo "(bench: exit $?)"
+        GPU_CHECK_SECONDS=90 bash "$0" run peers || echo "(peers: exit $?)"
+        GPU_CHECK_SECONDS=130 TALOS_SIZES=131072 bash "$0" run talos || echo "(talos: exit $?)" ;;
     tests)
-        $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py -p no:cacheprovider 2>&1 | tail -25 \
-            | tee "$out/tests.txt" ;;
+        # shellcheck disable=SC2086
+        $limit python3 -m pytest -q tests/test_cuda.py tests/test_torch.py ${TESTS:-} -p no:cacheprovider 2>&1 \
+            | tail -25 | tee "$out/tests.txt" ;;
     bench)
-        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters --registers 64,128,inline,parts300,parts150 2>&1 \
-            | tee "$out/bench_panda.txt" ;;
+        $limit python3 benchmarks/bench_gpu.py --robots panda --parameters \
+            --registers "${VARIANTS:-64,128,inline,parts300,parts150}" 2>&1 | tee "$out/bench_panda.txt" ;;
     peers)
         [ -f .gpu/grid/grid.cuh ] || { echo "no GRiD header: prepare with GRID_SOURCE and GRID_URDF" >&2; exit 2; }
         arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
@@ -72,7 +76,7 @@ run)
             --grid-results "$out/grid_float.txt,$out/grid_double.txt" --grid-check "$out/grid_check.txt" 2>&1 \
             | tee "$out/bench_peers.txt" ;;
     talos)
-        $limit python3 benchmarks/bench_gpu.py --robots talos --sizes 16384,131072 --build --registers 128 2>&1 \
+        $limit python3 benchmarks/bench_gpu.py --robots talos --sizes "${TALOS_SIZES:-16384,131072}" --build --registers 128 2>&1 \
             | tee "$out/bench_talos.txt" ;;
     *)
         echo "usage: $0 run tests|bench|peers|talos|all" >&2; exit 2 ;;

@@ -123,7 +123,7 @@ def test_build_compiles_the_kernels_among_the_c_jobs(tmp_path):
             with open(os.path.join(module._HERE, "cuda", "sm_80", d.cname + ".cubin"), "rb") as f:
                 cubin = f.read()
             assert cubin[:4] == b"\x7fELF" and (d.cname + "_kernel").encode() in cubin, d.name
-        assert cubin == cuda.compile_module_function(module._HERE, module._META["module"], d.cname, "sm_80")
+            assert cubin == cuda.compile_module_function(module._HERE, module._META["module"], d.cname, "sm_80")
 
 
 class HostDevice(np.ndarray):
@@ -205,13 +205,13 @@ def test_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch, robot):
 def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
     """module.torch's ops on 'CUDA' tensors (CPU tensors standing for them: the PyTorch kind of
     bindings/device.py, its stream and device aside): what the op hands the kernels, and the
-    (states, size) result it returns, parts and frames included, equal the C module."""
+    (states, size) result it returns, equal the C module on every function of Panda (parts, a
+    declared contact's pivots, settings given as numbers, frames by name); gradcheck through it."""
     import sys
     torch = pytest.importorskip("torch")
-    module, model = bridge_modules["solo12"]
-    names = [n for n, d in module._DESCRIPTIONS.items() if d.kind == "state" or n == "frame_placement"]
+    module, model = bridge_modules["panda"]
     library = host_library(module, str(tmp_path), list(module._DESCRIPTIONS))
-    module.torch(names[0])   # (loads the module's _torch)
+    module.torch("rnea")   # (loads the module's _torch)
     device, ops = sys.modules[module.__name__ + "._device"], sys.modules[module.__name__ + "._torch"]
 
     class Kind(device._Torch):   # (a CPU tensor's device has no ordinal or stream)
@@ -221,21 +221,29 @@ def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
     run = ops._run
     monkeypatch.setattr(ops, "_run", lambda function, d, args, entry: run(function, d, args, None))
     rng = np.random.default_rng(SEED)
-    for name in names:
-        d = module._DESCRIPTIONS[name]
-        values = [x for x, p in zip(inputs_of(module, model, d, rng, STATES), d.inputs) if not p.broadcast]
-        if d.per_body:
-            values = [values[0], module.frames[-1]]
-        expected = getattr(module, name)(*values)
-        actual = module.torch(name)(*[torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in values])
-        for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
-            assert np.array_equal(a.numpy(), np.asarray(e)), name
-    q, v, a = (torch.tensor(rng.normal(size=(2, n))) for n in (model.nq, model.nv, model.nv))
-    q[:, 3:7] /= q[:, 3:7].norm(dim=1, keepdim=True)
+    frame = module.frames[-1]
+    body, placement = module._frame(frame)
+    for name, d in module._DESCRIPTIONS.items():
+        function = module._FUNCTIONS.table[name]
+        full = [placement if d.per_body and p.role == "placement" else x
+                for x, p in zip(inputs_of(module, model, d, rng, STATES), d.inputs)]
+        expected = function(body if d.per_body else None, full, None, 1)
+        values = [frame if d.per_body and p.role == "placement" else torch.from_numpy(x) if p.per_state else x
+                  for x, p in zip(full, d.inputs) if not p.broadcast]   # (settings as numbers)
+        for _ in range(2):   # (the second call: the settings' tensors made by the first)
+            actual = module.torch(name)(*values)
+            for e, a in zip(expected if d.parts else [expected], actual if d.parts else [actual]):
+                assert np.array_equal(a.numpy(), np.asarray(e)), name
+    assert 0 < len(module._TORCH_OPERATORS["operators"].constants) <= 8   # (a placement and a few settings)
+    q, v, a = (torch.tensor(rng.normal(size=(2, model.nv))) for _ in range(3))
     v.requires_grad_(), a.requires_grad_()   # (the backward's derivative functions through the device path too)
     for name in ("rnea", "aba"):
         op = module.torch(name)
         assert torch.autograd.gradcheck(lambda v, a: op(q, v, a), (v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
+    with pytest.raises(TypeError, match="dt is float32"):   # (a setting on the host, as a state on the GPU is)
+        module.torch("integrate")(q.detach(), v.detach(), torch.tensor([0.1], dtype=torch.float32))
+    with pytest.raises(TypeError, match="no model parameters"):
+        module.torch("rnea")(q, v, a, params=torch.zeros(3, dtype=torch.float64))
     rows = torch.ones((3, 4), dtype=torch.float64)   # a redundant solve's states: NaN by a mask, the pivots kept
     Kind(rows).blank(rows[:, :3], torch.tensor([True, False, True]))
     assert torch.isnan(rows[[0, 2], :3]).all() and (rows[1] == 1).all() and (rows[:, 3] == 1).all()
@@ -473,31 +481,6 @@ def test_gpu_equals_the_c_module(bridge_modules, robot):
 
 
 @gpu
-def test_gpu_equals_the_c_module_on_the_issues_robots(tmp_path):
-    """The issue's others: Solo12 on its four feet (contact dynamics, their derivatives,
-    impulses), Panda with a payload's parameters per state (domain randomization), Talos."""
-    import rbdgen
-    from helpers import robot_path
-    from rbdgen.examples import ROBOTS
-    solo = rbdgen.build(robot_path("solo12"), str(tmp_path), floating_base=True, cuda=True,
-                        contacts=["FL_FOOT:3d", "FR_FOOT:3d", "HL_FOOT:3d", "HR_FOOT:3d"],
-                        algorithms=["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics", "contact_eom"])
-    _on_the_gpu_as_in_c(solo, rbdgen.load_urdf(robot_path("solo12"), floating_base=True), "solo12, four feet")
-    with warnings.catch_warnings():   # Panda's fingers: <mimic> ignored
-        warnings.simplefilter("ignore")
-        panda = rbdgen.build(robot_path("panda"), str(tmp_path), cuda=True, parameters=["payload:panda_hand"],
-                             algorithms=["rnea", "aba", "crba", "rnea_derivatives", "aba_derivatives"])
-        model = rbdgen.load_urdf(robot_path("panda"))
-    nominal = np.asarray(panda._PARAMETERS.nominal)
-    spread = np.random.default_rng(SEED)
-    _on_the_gpu_as_in_c(panda, model, "panda, payload per state",
-                        params=lambda count: nominal * (1 + 0.2 * spread.random((count, nominal.size))))
-    talos = rbdgen.build(robot_path("talos"), str(tmp_path), floating_base=ROBOTS["talos"][1], cuda=True,
-                         algorithms=["rnea", "crba", "aba", "minv"])
-    _on_the_gpu_as_in_c(talos, rbdgen.load_urdf(robot_path("talos"), floating_base=ROBOTS["talos"][1]), "talos")
-
-
-@gpu
 def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
     torch = pytest.importorskip("torch")
     module, model = bridge_modules["panda"]
@@ -517,30 +500,42 @@ def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
 @gpu
 def test_gpu_torch_calls_captured_in_a_cuda_graph(bridge_modules):
     """A loop's calls captured once in a CUDA graph (torch.cuda.graph, as torch.compile's
-    reduce-overhead mode does): the launch is on PyTorch's capturing stream, and replays with
-    new states in the captured tensors equal the C batch."""
+    reduce-overhead mode does): the launches are on PyTorch's capturing stream, settings and a
+    frame given as numbers are tensors made before (by the warm-up call), a declared contact's
+    redundancy check fills by a mask; replays with new states in the captured tensors equal the
+    C batch."""
     torch = pytest.importorskip("torch")
     module, model = bridge_modules["panda"]
     rng = np.random.default_rng(SEED)
     q, v, a = (torch.zeros((64, model.nv), dtype=torch.float64, device="cuda") for _ in range(3))
     rnea, aba = module.torch("rnea"), module.torch("aba")
+    contact, frame = module.torch("contact_dynamics"), module.torch("frame_jacobian_local_world_aligned")
+
+    def step():
+        tau = rnea(q, v, a)
+        return tau, aba(q, v, tau), contact(q, v, tau, damping=0.0), frame(q, "panda_hand")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):   # (loads the kernels: no module is loaded during a capture)
-        aba(q, v, rnea(q, v, a))
+    with torch.cuda.stream(side):   # (loads the kernels and makes the settings' tensors: neither in a capture)
+        step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        tau = rnea(q, v, a)
-        back = aba(q, v, tau)
+        results = step()
     for _ in range(2):
         values = [rng.normal(size=(64, model.nv)) for _ in range(3)]
         for tensor, x in zip((q, v, a), values):
             tensor.copy_(torch.from_numpy(x))
         graph.replay()
         torch.cuda.synchronize()
-        _close("rnea, replayed", tau.cpu().numpy(), module.rnea(*values))
-        _close("aba(rnea), replayed", back.cpu().numpy(), values[2])
+        tau, back, (qdd, forces, pivots), J = (r.cpu().numpy() if isinstance(r, torch.Tensor) else
+                                                tuple(p.cpu().numpy() for p in r) for r in results)
+        _close("rnea, replayed", tau, module.rnea(*values))
+        _close("aba(rnea), replayed", back, values[2])
+        expected = module.contact_dynamics(values[0], values[1], tau)
+        for actual, e in zip((qdd, forces, pivots), expected):
+            _close("contact_dynamics, replayed", actual, e)
+        _close("frame jacobian, replayed", J, module.frame_jacobian(values[0], "panda_hand", "local_world_aligned"))
 
 
 @gpu
@@ -578,3 +573,28 @@ def test_gpu_jax_functions_under_jit_and_grad(bridge_modules):
         on_cpu = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(q, v, tau)
     for g, c in zip(on_gpu, on_cpu):
         _close("jax grad of aba", np.asarray(g), np.asarray(c))
+
+
+@gpu
+def test_gpu_equals_the_c_module_on_the_issues_robots(tmp_path):
+    """(Last: its builds take the longest of the GPU tests.) The issue's others: Solo12 on its four feet (contact dynamics, their derivatives,
+    impulses), Panda with a payload's parameters per state (domain randomization), Talos."""
+    import rbdgen
+    from helpers import robot_path
+    from rbdgen.examples import ROBOTS
+    solo = rbdgen.build(robot_path("solo12"), str(tmp_path), floating_base=True, cuda=True,
+                        contacts=["FL_FOOT:3d", "FR_FOOT:3d", "HL_FOOT:3d", "HR_FOOT:3d"],
+                        algorithms=["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics", "contact_eom"])
+    _on_the_gpu_as_in_c(solo, rbdgen.load_urdf(robot_path("solo12"), floating_base=True), "solo12, four feet")
+    with warnings.catch_warnings():   # Panda's fingers: <mimic> ignored
+        warnings.simplefilter("ignore")
+        panda = rbdgen.build(robot_path("panda"), str(tmp_path), cuda=True, parameters=["payload:panda_hand"],
+                             algorithms=["rnea", "aba", "crba", "rnea_derivatives", "aba_derivatives"])
+        model = rbdgen.load_urdf(robot_path("panda"))
+    nominal = np.asarray(panda._PARAMETERS.nominal)
+    spread = np.random.default_rng(SEED)
+    _on_the_gpu_as_in_c(panda, model, "panda, payload per state",
+                        params=lambda count: nominal * (1 + 0.2 * spread.random((count, nominal.size))))
+    talos = rbdgen.build(robot_path("talos"), str(tmp_path), floating_base=ROBOTS["talos"][1], cuda=True,
+                         algorithms=["rnea", "crba", "aba", "minv"])
+    _on_the_gpu_as_in_c(talos, rbdgen.load_urdf(robot_path("talos"), floating_base=ROBOTS["talos"][1]), "talos")

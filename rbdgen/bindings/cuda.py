@@ -51,7 +51,7 @@ def nvrtc():
                 try:
                     lib = ctypes.CDLL(path)
                     lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-                    _LIBRARIES["nvrtc"] = lib
+                    _LIBRARIES["nvrtc"], _LIBRARIES["nvrtc path"] = lib, path
                     break
                 except OSError:
                     continue
@@ -76,6 +76,16 @@ def nvrtc_version():
     major, minor = ctypes.c_int(), ctypes.c_int()
     nvrtc().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
     return major.value, minor.value
+
+
+def nvrtc_identity():
+    """What a cubin NVRTC made depends on besides its source and options: the version, and the
+    library itself (two of one version, a wheel's and a toolkit's, may differ in their fixes)."""
+    version, path = nvrtc_version(), _LIBRARIES.get("nvrtc path", "")
+    try:   # (a bare name, found by the loader: its name only)
+        return version, os.path.realpath(path), os.path.getsize(path)
+    except OSError:
+        return version, path
 
 
 def supported_architectures():
@@ -166,21 +176,27 @@ def _check(code, what):
 _PRIMARY = {}   # a GPU's ordinal -> its primary context (retained once, never released)
 
 
-def _use_device(ordinal):
-    """Make `ordinal`'s primary context current (the one PyTorch, CuPy and JAX use)."""
+def _enter(ordinal):
+    """Make `ordinal`'s primary context (the one PyTorch, CuPy and JAX use) current for a load
+    or a launch. True when it was pushed: the caller then pops it (_leave), and the context
+    current before (the caller's own, or another GPU's) is current again."""
     lib, context = driver(), ctypes.c_void_p()
     _check(lib.cuCtxGetCurrent(ctypes.byref(context)), "cuCtxGetCurrent")
     primary = _PRIMARY.get(ordinal)
-    if primary is not None and context.value == primary.value:   # (every launch: one driver call)
-        return
-    device = ctypes.c_int()
-    _check(lib.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
     if primary is None:
-        primary = ctypes.c_void_p()
+        device, primary = ctypes.c_int(), ctypes.c_void_p()
+        _check(lib.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
         _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(primary), device), "cuDevicePrimaryCtxRetain")
         _PRIMARY[ordinal] = primary
-    if context.value != primary.value:
-        _check(lib.cuCtxSetCurrent(primary), "cuCtxSetCurrent")
+    if context.value == primary.value:   # (a launch from PyTorch, CuPy or JAX: one driver call)
+        return False
+    _check(lib.cuCtxPushCurrent_v2(primary), "cuCtxPushCurrent")
+    return True
+
+
+def _leave(pushed):
+    if pushed:
+        _check(driver().cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p())), "cuCtxPopCurrent")
 
 
 def architecture(ordinal=0):
@@ -252,12 +268,15 @@ class Kernels:
             return loaded
         with self.lock:
             if (device, cname) not in self.loaded:
-                _use_device(device)
                 lib, module, function = driver(), ctypes.c_void_p(), ctypes.c_void_p()
                 image = self.cubin(cname, architecture(device))
-                _check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image)), f"loading {cname}")
-                _check(lib.cuModuleGetFunction(ctypes.byref(function), module, (cname + "_kernel").encode()),
-                       f"finding {cname}_kernel")
+                pushed = _enter(device)
+                try:
+                    _check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image)), f"loading {cname}")
+                    _check(lib.cuModuleGetFunction(ctypes.byref(function), module, (cname + "_kernel").encode()),
+                           f"finding {cname}_kernel")
+                finally:
+                    _leave(pushed)
                 most = ctypes.c_int()
                 _check(lib.cuFuncGetAttribute(ctypes.byref(most), _FUNCTION_MAX_THREADS, function), "cuFuncGetAttribute")
                 self.loaded[(device, cname)] = (function, max(32, min(self.BLOCK, most.value)))
@@ -267,11 +286,14 @@ class Kernels:
         """cname_kernel(n, *arguments) on `stream` (a CUstream handle, 0: the default).
         arguments: ctypes values (pointers as c_void_p, flags as c_int, the body as c_long)."""
         function, block = self.function(device, cname)
-        _use_device(device)
         values = [ctypes.c_long(n), *arguments]
         pointers = _pointer_array(len(values))(*map(ctypes.addressof, values))
-        code = driver().cuLaunchKernel(function, (n + block - 1) // block, 1, 1, block, 1, 1, 0, stream or None,
-                                       pointers, None)
+        pushed = _enter(device)
+        try:
+            code = driver().cuLaunchKernel(function, (n + block - 1) // block, 1, 1, block, 1, 1, 0, stream or None,
+                                           pointers, None)
+        finally:
+            _leave(pushed)
         if code:
             _check(code, f"launching {cname}")
 

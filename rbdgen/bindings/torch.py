@@ -17,6 +17,7 @@ from . import _description, _device
 _F64 = torch.float64
 _LIBRARIES = {}   # namespace -> torch.library.Library (one per module build in a process)
 _DEFINED = set()  # "namespace::name" of the ops defined (a build loaded twice defines them once)
+CONSTANTS = 64    # settings and placements kept on a device, per module (Operators._constant)
 
 
 class Operators:
@@ -25,7 +26,7 @@ class Operators:
     def __init__(self, m):
         self.m = m
         self.namespace = f"rbdgen_{m._META['module']}_{m._META['build_key'][:10]}"
-        self.ops, self.nominal = {}, {}
+        self.ops, self.nominal, self.constants = {}, {}, {}
 
     def op(self, name):
         if name not in self.ops:
@@ -114,6 +115,19 @@ class Operators:
                 return blocks[0]
         return None
 
+    def _constant(self, device, value):
+        """A setting or a frame's placement given as numbers, as a tensor on `device`: made once
+        for each value (a copy to the GPU waits for the GPU, and a CUDA graph cannot capture it;
+        the op only reads it)."""
+        numbers = tuple(_np.ravel(_np.asarray(value, dtype=float)).tolist())
+        key = (device, numbers)
+        x = self.constants.get(key)
+        if x is None:
+            if len(self.constants) >= CONSTANTS:   # (values that change every call: the oldest go)
+                self.constants.pop(next(iter(self.constants)))
+            x = self.constants[key] = torch.tensor(numbers, dtype=_F64, device=device)
+        return x
+
     def public(self, name):
         """The function with the module's signature on tensors: the states (a function of a frame:
         then the frame, by name or index), the settings, params= by keyword."""
@@ -123,7 +137,7 @@ class Operators:
         kernels = {"cpu": getattr(self.m, function.public), "cuda": None}   # _run's
         # each input: 2 a state (rows of the batch), 1 the parameters (one set, or one a state), 0 else
         ports = [(port, 2 if port.per_state else 1 if port.broadcast else 0) for port in d.inputs]
-        matrix = len(d.shape) == 1
+        matrix, takes_params = len(d.shape) == 1, any(port.broadcast for port in d.inputs)
 
         def call(*values, params=None, **settings):
             body = None
@@ -147,6 +161,9 @@ class Operators:
                     given[k] = port.default
             if settings:
                 raise TypeError(f"{name}() got an unexpected keyword argument {next(iter(settings))!r}")
+            if params is not None and not takes_params:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'params': this module has no model "
+                                "parameters; build it with --parameters")
             for (port, batching), x in zip(ports, given):
                 if batching == 2 or (batching and x is not None and x.ndim > 1):
                     x = x if x.ndim == 2 else x.reshape((-1, port.size))   # (the kernel checks the size)
@@ -155,7 +172,7 @@ class Operators:
                         self.nominal[device] = torch.tensor(_np.array(self.m._PARAMETERS.nominal), device=device)
                     x = self.nominal[device]
                 elif not isinstance(x, torch.Tensor):
-                    x = torch.as_tensor(_np.ravel(_np.asarray(x, dtype=float)), device=device)
+                    x = self._constant(device, x)
                 args.append(x)
             inputs = ([body] if d.per_body else []) + args
             flat = _run(function, d, inputs, kernels[device.type]) if device.type in kernels and _direct(args) \
@@ -212,13 +229,13 @@ def _run(function, d, args, entry):
     """The op's kernel: on the CPU, `entry` (the module's C entry point, which checks what it
     is given as any call does); on the GPU (entry None), the CUDA dialect's kernel."""
     body, tensors = (args[0], args[1:]) if d.per_body else (None, args)
-    if entry is None:   # (bindings/device.py checks the tensors, as for any call on the GPU)
-        return _device.call(function, body, tensors, None, flat=True)
-    count = tensors[function.first].shape[0]
     for port, x in zip(d.inputs, tensors):
         if x.dtype != _F64:
             raise TypeError(f"{d.name}: {port.name} is {str(x.dtype).replace('torch.', '')}; rbdgen's functions take "
                             "float64 tensors (.double())")
+    if entry is None:   # (bindings/device.py checks the rest, as for any call on the GPU)
+        return _device.call(function, body, tensors, None, flat=True)
+    count = tensors[function.first].shape[0]
     out = torch.empty((count, d.size), dtype=_F64, device="cpu")
     shape = (count,) + (() if d.scalar else tuple(d.shape))
     arrays = [x.contiguous().numpy() for x in tensors]

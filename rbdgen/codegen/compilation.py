@@ -105,7 +105,7 @@ class Compilation:
         self.fingerprint, self.progress, self.beside = fingerprint, progress, beside
         self.cuda, self.cubins, self.cached_cubins = cuda, {}, 0   # (cname, arch) -> its cubin
         # (no NVRTC: no cached cubin either; the first compilation says why)
-        self.nvrtc = cuda_lib.nvrtc_version() if cuda is not None and cuda_lib.nvrtc_available() else None
+        self.nvrtc = cuda_lib.nvrtc_identity() if cuda is not None and cuda_lib.nvrtc_available() else None
         self.kernels = self._read(kernels_header_name(target.module))
         self.by_name = {spec.name: spec for spec in specs}
         self.results, self.sources, self.objects, self.shared, self.answer = {}, {}, [], {}, None

@@ -13,7 +13,7 @@ Three kinds of entries, each a file named by its key:
   header through the kernels header; the key leaves that header out: it declares the functions
   and defines sizes for C users, and no function's code reads either.
 - cubins/: a function's CUDA kernels for one GPU architecture, keyed by its CUDA dialect,
-  the dialect's header, the architecture, NVRTC's version and rbdgen's sources.
+  the dialect's header, the architecture, NVRTC (its version and library) and rbdgen's sources.
 
 The rules are the module cache's (codegen/cache.py): each entry is written to a temporary file
 and renamed into place, so a reader sees a whole entry or none; each starts with the SHA-256 of
