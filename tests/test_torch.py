@@ -142,6 +142,13 @@ def test_compile_and_vmap(bridge_modules):
                            a.reshape(-1, model.nv).numpy()).reshape(3, 4, model.nv)
     compiled = torch.compile(lambda q, v, a: rnea(q, v, a), backend="aot_eager", fullgraph=True)
     assert np.array_equal(numpy(compiled(q, v, a)), expected)
+    # a setting and a frame given as numbers and a name: constants of the graph
+    integrate, frame = module.torch("integrate"), module.torch("frame_jacobian_local_world_aligned")
+    step = torch.compile(lambda q, v: (integrate(q, v, 0.1), frame(q, module.frames[-1])), backend="aot_eager",
+                         fullgraph=True)
+    flat = q.reshape(-1, model.nv)
+    for actual, wanted in zip(step(flat, flat), (integrate(flat, flat, 0.1), frame(flat, module.frames[-1]))):
+        assert torch.equal(actual, wanted)
     assert np.array_equal(numpy(torch.func.vmap(rnea)(q, v, a)), expected)
     assert np.array_equal(numpy(torch.func.vmap(torch.func.vmap(rnea))(q, v, a)), expected)
 

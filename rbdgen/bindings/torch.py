@@ -119,6 +119,8 @@ class Operators:
         """A setting or a frame's placement given as numbers, as a tensor on `device`: made once
         for each value (a copy to the GPU waits for the GPU, and a CUDA graph cannot capture it;
         the op only reads it)."""
+        if torch.compiler.is_compiling():   # (traced: a constant of the graph)
+            return torch.as_tensor(_np.ravel(_np.asarray(value, dtype=float)), device=device)
         numbers = tuple(_np.ravel(_np.asarray(value, dtype=float)).tolist())
         key = (device, numbers)
         x = self.constants.get(key)
