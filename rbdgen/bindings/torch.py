@@ -119,9 +119,12 @@ class Operators:
         """A setting or a frame's placement given as numbers, as a tensor on `device`: made once
         for each value (a copy to the GPU waits for the GPU, and a CUDA graph cannot capture it;
         the op only reads it)."""
-        if torch.compiler.is_compiling():   # (traced: a constant of the graph)
-            return torch.as_tensor(_np.ravel(_np.asarray(value, dtype=float)), device=device)
-        numbers = tuple(_np.ravel(_np.asarray(value, dtype=float)).tolist())
+        flat = _np.ravel(_np.asarray(value, dtype=float))
+        # (traced: a constant of the graph; more numbers than a placement's 12: not one setting, which
+        # the checks after refuse, and no key of a cache)
+        if torch.compiler.is_compiling() or flat.size > 12:
+            return torch.as_tensor(flat, device=device)
+        numbers = tuple(flat.tolist())
         key = (device, numbers)
         x = self.constants.get(key)
         if x is None:
