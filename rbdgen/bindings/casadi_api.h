@@ -116,8 +116,9 @@ RBDGEN_CASADI_SHARED static void rbdgen_casadi_transpose(const double *from, lon
             to[j * rows + i] = from[i * cols + j];
 }
 
-/* A block of a matrix output (n_rows x n_cols, row-major entries, cols columns) into CasADi's
-   storage: its rows in column-major order of the output's entries, the block column-major. */
+/* A COPY block of an output (n_rows x n_cols, its entries row-major in the block's rows, cols
+   columns) into CasADi's storage: the rows in column-major order of the output's entries (a
+   vector's as they are), the block column-major. */
 RBDGEN_CASADI_SHARED static void rbdgen_casadi_matrix_block(const double *from, long n_rows, long n_cols, long cols,
                                                            double *to)
 {
@@ -196,11 +197,9 @@ RBDGEN_CASADI_SHARED static int rbdgen_casadi_jacobian(const rbdgen_casadi_funct
             else if (f->block_kind[o][i] == RBDGEN_CASADI_INVERSE)
                 rbdgen_casadi_inverse(w + offset[s] + f->block_start[o][i], cols, w + offset[f->value_source],
                                       (long)f->out_sparsity[o][0], to);
-            else if (f->out_sparsity[o][1] > 1)   /* (crba's dM/dq) */
+            else   /* (a vector output: one column) */
                 rbdgen_casadi_matrix_block(w + offset[s] + f->block_start[o][i], (long)f->out_sparsity[o][0],
                                            (long)f->out_sparsity[o][1], cols, to);
-            else
-                rbdgen_casadi_transpose(w + offset[s] + f->block_start[o][i], rows, cols, to);
         }
     return 0;
 }

@@ -107,6 +107,7 @@ class Compilation:
         # (no NVRTC: no cached cubin either; the first compilation says why)
         self.nvrtc = cuda_lib.nvrtc_identity() if cuda is not None and cuda_lib.nvrtc_available() else None
         self.kernels = self._read(kernels_header_name(target.module))
+        self.cuda_header = self._read(cuda_header_name(target.module)) if cuda is not None else None
         self.by_name = {spec.name: spec for spec in specs}
         self.results, self.sources, self.objects, self.shared, self.answer = {}, {}, [], {}, None
         self.waiting = {}   # shared file -> the functions it waits for
@@ -245,7 +246,7 @@ class Compilation:
         for arch in self.cuda:
             # (rbdgen's sources, in the fingerprint, stand for NVRTC's options)
             key = None if self.nvrtc is None else self.store.cubin_key(
-                [text, self._read(cuda_header_name(module))], arch, (self.nvrtc, self.fingerprint))
+                [text, self.cuda_header], arch, (self.nvrtc, self.fingerprint))
             cubin = None if key is None else self.store.cubin(key)
             if cubin is not None:
                 self.cubins[cname, arch] = cubin

@@ -90,11 +90,15 @@ def function_data(description, programs, part_statements=PART_STATEMENTS):
                 bodies=[body for bodies, _ in programs for body in bodies] if description.per_body else None)
 
 
+def _chunked(items, size):
+    return [items[k:k + size] for k in range(0, len(items), size)]
+
+
 def kernel_data(program, part_statements):
     """The C of one straight-line program: its parts, workspace and output stores."""
     inputs = slot_map(program)
     batched, statements = _sincos_first(program.statements, inputs)
-    parts = [statements[k:k + part_statements] for k in range(0, len(statements), part_statements)] or [[]]
+    parts = _chunked(statements, part_statements) or [[]]
     defined_in = {}
     for index, part in enumerate(parts):
         for st in part:
@@ -143,9 +147,8 @@ def kernel_data(program, part_statements):
     # each, as it computes them: gcc's time on one function of 34 000 stores (dm_control dog's
     # regressor) grows faster than linearly.
     chunked = len(parts) > 1
-    chunks = lambda stores: [stores[k:k + part_statements] for k in range(0, len(stores), part_statements)] if chunked else []
-    output_chunks, lanes_output_chunks = chunks(outputs), chunks(lanes_outputs)
-    copy_chunks = [copies[k:k + part_statements] for k in range(0, len(copies), part_statements)] if chunked else []
+    chunks = lambda stores: _chunked(stores, part_statements) if chunked else []
+    output_chunks, lanes_output_chunks, copy_chunks = chunks(outputs), chunks(lanes_outputs), chunks(copies)
     return dict(chain=None, parts=rendered, lanes=lanes, solve=program.solve.c_data() if program.solve else None, unused=unused,
                 # one entry at least: C has no arrays of none (parts may share nothing, each storing its outputs)
                 workspace=max(1, len(slot)), outputs=outputs, copies=copies, lanes_outputs=lanes_outputs,
@@ -332,16 +335,14 @@ def render_cuda_header(module):
 
 # NVVM's optimizer takes time growing faster than linearly with the loads and stores of one
 # function: a program in parts stores the outputs left to after its parts from functions of at
-# most this many stores in the CUDA dialect (Panda's Christoffel symbols, 464 such stores: a
-# third of its NVRTC time in one function).
+# most this many stores in the CUDA dialect (docs/performance.md, NVVM and one function's stores).
 CUDA_OUTPUT_STORES = 100
 
 
 def render_cuda_function(module, fn):
     """The CUDA dialect of a function (its template data, `fn`, as the C dialect has it): a
     device function of one state, the same statements in the same parts, and a batch kernel."""
-    kernels = [dict(k, output_chunks=[k["outputs"][i:i + CUDA_OUTPUT_STORES]
-                                      for i in range(0, len(k["outputs"]), CUDA_OUTPUT_STORES)])
-               if k.get("output_chunks") else k for k in fn["kernels"]]
+    kernels = [dict(k, output_chunks=_chunked(k["outputs"], CUDA_OUTPUT_STORES)) if k.get("output_chunks") else k
+               for k in fn["kernels"]]
     return template("function.cu.j2").render(version=__version__, cuda_header=cuda_header_name(module),
                                              fn=dict(fn, kernels=kernels), device="RBDGEN_DEVICE ")
