@@ -110,15 +110,21 @@ def test_nvrtc_compiles_the_cuda_dialect(bridge_modules, arch):
 def test_build_compiles_the_kernels_among_the_c_jobs(tmp_path):
     """--cuda-arch: every function's cubin, made by NVRTC among the build's jobs, is kept in
     cuda/<arch>/ and is what NVRTC makes of the module's .cu file; a later build that adds a
-    function compiles its kernels alone, the others' from the per-function cache."""
+    function compiles its kernels alone, the others' from the per-function cache. A long
+    function's C compiles in a job of its own, beside its NVRTC job (the build verifies the
+    module it links)."""
     import rbdgen
     from helpers import robot_path
     for attempt in range(2):
         said = []
-        module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["rnea", "aba", "frame_placement"]
+        module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["rnea", "aba_derivatives", "frame_placement"]
                               + ["crba"] * attempt, cuda_arch=["sm_80"], progress=said.append)
         compiled = [line for line in said if "compiled the CUDA kernels for sm_80" in line]
         assert len(compiled) == 1 and compiled[0].endswith("; 3 of 4 from the cache)" if attempt else "both)"), said
+        if not attempt:
+            assert any(line.startswith("  aba_derivatives: ") and line.endswith("compiled by a job of its own)")
+                       for line in said), said
+            assert any(line.startswith("  compiled rbdgen_ur5_aba_derivatives.o") for line in said), said
         for d in module._DESCRIPTIONS.values():
             with open(os.path.join(module._HERE, "cuda", "sm_80", d.cname + ".cubin"), "rb") as f:
                 cubin = f.read()

@@ -141,7 +141,7 @@ class Compilation:
                 self._ready(data, source, None, None)
             else:
                 self.jobs.append((cost_of(spec), ("generate", key, spec.name), _generate_function,
-                                  (self.target, spec.name)))
+                                  (self.target, spec.name, self.cuda is None)))
         if self.beside is not None:
             self.jobs.append((BESIDE_COST, ("beside", None, self.beside[0].__name__), *self.beside))
         context = multiprocessing.get_context("fork")
@@ -215,7 +215,8 @@ class Compilation:
             self.store.keep_program(key_of_program, data, text)
         small = operations([data]) < SMALL_FUNCTION_OPERATIONS
         if seconds is not None:
-            compiled = "compiled with other small functions" if small else f"compile {seconds[2]:.1f} s"
+            compiled = ("compiled with other small functions" if small else
+                        f"compile {seconds[2]:.1f} s" if obj is not None else "compiled by a job of its own")
             self.progress(f"  {name}: {data['operations']} operations "
                           f"(symbolic {seconds[0]:.1f} s, C {seconds[1]:.1f} s, {compiled})")
             if data["accuracy"]:
@@ -316,10 +317,11 @@ def _read(path):
         return f.read()
 
 
-def _generate_function(target, name):
-    """One function: symbolic run, optimization, C file, and (unless it is small) object file,
-    in a worker process. A function of a frame gets the programs of the bodies that carry
-    frames (frame_programs). Returns its data, object (None: compile it with others), C file and seconds."""
+def _generate_function(target, name, compile_now=True):
+    """One function: symbolic run, optimization, C file, and (unless it is small, or not
+    compile_now) object file, in a worker process. A function of a frame gets the programs of
+    the bodies that carry frames (frame_programs). Returns its data, object (None: compiled
+    with others, or by a job of its own), C file and seconds."""
     model, module = target.model, target.module
     spec = fn_table.lookup(name, target.contacts)
     t0 = time.perf_counter()
@@ -333,7 +335,7 @@ def _generate_function(target, name):
         f.write(render_function(module, data))
     t2 = time.perf_counter()
     obj = compile_source(source, function_flags(list(target.flags), data), target.work) \
-        if operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
+        if compile_now and operations([data]) >= SMALL_FUNCTION_OPERATIONS else None
     return data, obj, source, (t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
