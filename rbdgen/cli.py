@@ -1,8 +1,7 @@
 """rbdgen build | export | info | verify | bench | symbolic.
 
 User mistakes (missing file, bad URDF, unknown algorithm, an output folder that cannot be
-written, a corrupted module) print one line and exit 2; a mismatch found by `verify` exits 1.
-"""
+written, a corrupted module) print one line and exit 2; a mismatch found by `verify` exits 1."""
 
 import argparse
 import os
@@ -72,7 +71,8 @@ def _options(args):
                         frames=_algorithms(getattr(args, "frames", None)),
                         contacts=getattr(args, "contact", None) or None, parameters=_parameters(args) or None,
                         native=not getattr(args, "no_native", False), cuda=getattr(args, "cuda", False),
-                        cuda_arch=_algorithms(getattr(args, "cuda_arch", None)), **_source_options(args))
+                        cuda_arch=_algorithms(args.cuda_arch) or [""] if getattr(args, "cuda_arch", None) is not None
+                        else None, **_source_options(args))   # (--cuda-arch given empty: refused by the build)
 
 
 def _parameters(args):

@@ -248,6 +248,8 @@ def test_torch_device_path_on_the_host(bridge_modules, tmp_path, monkeypatch):
         assert torch.autograd.gradcheck(lambda v, a: op(q, v, a), (v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
     with pytest.raises(TypeError, match="dt is float32"):   # (a setting on the host, as a state on the GPU is)
         module.torch("integrate")(q.detach(), v.detach(), torch.tensor([0.1], dtype=torch.float32))
+    zero_d = module.torch("integrate")(q.detach(), v.detach(), torch.tensor(0.1, dtype=torch.float64))   # (as on the CPU)
+    assert np.array_equal(zero_d.numpy(), module.integrate(q.detach().numpy(), v.detach().numpy(), 0.1))
     with pytest.raises(TypeError, match="no model parameters"):
         module.torch("rnea")(q, v, a, params=torch.zeros(3, dtype=torch.float64))
     rows = torch.ones((3, 4), dtype=torch.float64)   # a redundant solve's states: NaN by a mask, the pivots kept
@@ -415,11 +417,24 @@ class _FakeDeviceArray:
     __cuda_array_interface__ = {"shape": (6,), "typestr": "<f8", "data": (0, False), "version": 3}
 
 
+class _DLPackDeviceArray:
+    """An array that says through DLPack only that it lives on a GPU (kDLCUDA), and whose
+    library would copy it to the host if asked."""
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.ones(6)
+
+
 def test_device_calls_refuse_in_one_line(bridge_modules):
     module, model = bridge_modules["ur5"]
     q = np.zeros(model.nq)
-    with pytest.raises(TypeError, match="PyTorch tensor, a CuPy array or a JAX array"):
-        module.rnea(_FakeDeviceArray(), q, q)
+    for array in (_FakeDeviceArray(), _DLPackDeviceArray()):
+        with pytest.raises(TypeError, match="PyTorch tensor, a CuPy array or a JAX array"):
+            module.rnea(array, q, q)
+    with pytest.raises(TypeError, match="v: a GPU array .* among host arrays"):
+        module.rnea(q, _FakeDeviceArray(), q)
     if cuda.present_architectures():
         return
     # (the module's own copy of rbdgen.bindings.cuda raises its CudaError, a RuntimeError)
@@ -433,6 +448,16 @@ def test_build_option_checks_the_architectures(tmp_path):
     assert check_architectures(["sm_90", "sm_80", "sm_90"]) == ["sm_80", "sm_90"]
     with pytest.raises(BuildError, match="sm_XY"):
         check_architectures(["hopper"])
+    with pytest.raises(BuildError, match="give sm_90$"):   # (architecture-specific features: not used)
+        check_architectures(["sm_90a"])
+    if cuda.nvrtc_available():   # refused before the build, naming what NVRTC compiles for
+        with pytest.raises(BuildError, match="does not compile for sm_35; it compiles for .*sm_90"):
+            check_architectures(["sm_90", "sm_35"])
+    from rbdgen.cli import main
+    from helpers import robot_path
+    # an empty --cuda-arch is not a build without CUDA
+    assert main(["build", robot_path("ur5"), "-o", str(tmp_path), "--algorithms", "rnea", "--cuda-arch", ""]) == 2
+    assert not os.path.exists(os.path.join(str(tmp_path), "ur5"))
 
 
 def _close(name, actual, expected):

@@ -234,6 +234,8 @@ def test_errors(bridge_modules):
         module.jax("rnae")
     with pytest.raises(ValueError, match=r"q: expected \(\.\.\., 6\)"):
         module.jax("rnea")(np.zeros(5), x["v"], x["a"])
+    with pytest.raises(TypeError, match="q is complex"):   # (float64 would drop the imaginary part)
+        module.jax("rnea")(x["q"] + 1j, x["v"], x["a"])
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(RuntimeError, match="jax_enable_x64"):

@@ -2,6 +2,8 @@
 pass torch.autograd.gradcheck (central differences), and they trace under torch.compile and
 torch.func.vmap. The same operators on CUDA tensors: test_cuda.py's GPU tests."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -64,7 +66,9 @@ def test_plain_calls_run_the_kernel_without_the_dispatcher(bridge_modules):
         direct = rnea(q, v, a)
     assert through_op.requires_grad and not direct.requires_grad
     assert torch.equal(through_op.detach(), direct) and np.array_equal(numpy(direct), module.rnea(*map(numpy, (q, v, a))))
-    traced = torch.jit.trace(lambda q, v, a: rnea(q, v, a), (q.detach(), v, a), check_trace=False)   # records the op
+    with warnings.catch_warnings():   # (the checks of the inputs' shapes: constants of the trace, as they should be)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        traced = torch.jit.trace(lambda q, v, a: rnea(q, v, a), (q.detach(), v, a), check_trace=False)   # records the op
     other = [x + 0.5 for x in (q.detach(), v, a)]
     assert np.array_equal(numpy(traced(*other)), module.rnea(*map(numpy, other)))
 
@@ -160,3 +164,82 @@ def test_errors_name_the_input(bridge_modules):
         module.torch("rnea")(q, q.double(), q.double())
     with pytest.raises(ValueError, match="no function 'rneaa'"):
         module.torch("rneaa")
+    rnea, x = module.torch("rnea"), torch.zeros((2, 3, model.nv), dtype=torch.float64)
+    for call, error, message in (
+            (lambda: rnea(x[0, 0, :5], x[0, 0], x[0, 0]), ValueError, r"q has shape \(5,\), expected \(\.\.\., 6\)"),
+            (lambda: rnea(x[0, 0].numpy(), x[0, 0], x[0, 0]), TypeError, "q is a ndarray; .* float64 tensors"),
+            (lambda: rnea(x, x.transpose(0, 1), x), ValueError, r"v has shape \(3, 2, 6\), expected \(2, 3, 6\)"),
+            (lambda: rnea(x, x.to("meta"), x), ValueError, "v is on meta, q on cpu"),
+            (lambda: rnea(x, x), TypeError, "missing required argument: 'a'"),
+            (lambda: rnea(x, x, x, f_ext=x), ValueError, r"f_ext has shape \(2, 3, 6\), expected \(2, 3, 6, 6\)"),
+            (lambda: module.torch("integrate")(x, x, 0.1j), TypeError, r"dt is 0\.1j; give real numbers"),
+            (lambda: module.torch("integrate")(x, x, dt=None), TypeError, "dt is None"),
+            (lambda: module.torch("frame_placement")(x), TypeError, "missing required argument: 'frame'"),
+            (lambda: module.torch("aba")(x, x, x, passive=True), ValueError, "built without passive_torque")):
+        with pytest.raises(error, match=message):
+            call()
+    same = rnea(q=x, v=x, a=x)   # (by keyword, as the module takes them)
+    assert np.array_equal(numpy(same), module.rnea(*(numpy(x).reshape(-1, model.nv),) * 3).reshape(2, 3, -1))
+
+
+def test_external_forces_and_settings_as_the_module(bridge_modules):
+    """rnea and aba with f_ext (rows [force; torque] per body, in its frame) equal the module's,
+    a batch and one state; their gradients with respect to v, a (tau) and f_ext pass gradcheck
+    (f_ext's through the bodies' Jacobians and rotations), q's is refused. Settings left out
+    take the module's defaults (impulse_dynamics' restitution 0)."""
+    module, model = bridge_modules["ur5"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.tensor(rng.normal(size=(STATES, model.nv)), requires_grad=True) for _ in range(3))
+    f_ext = torch.tensor(rng.normal(size=(STATES, model.nv, 6)), requires_grad=True)
+    for name in ("rnea", "aba"):
+        op = module.torch(name)
+        expected = getattr(module, name)(*(numpy(x) for x in (q, v, a, f_ext)))
+        assert np.array_equal(numpy(op(q, v, a, f_ext)), expected), name
+        assert np.array_equal(numpy(op(q[0], v[0], a[0], f_ext=f_ext[0])), expected[0]), name
+        assert torch.autograd.gradcheck(lambda v, a, f: op(q.detach(), v, a, f), (v, a, f_ext), eps=1e-6, atol=1e-5,
+                                        rtol=1e-4), name
+        with pytest.raises(RuntimeError, match=f"{name} with f_ext has no derivative with respect to q"):
+            op(q, v.detach(), a.detach(), f_ext.detach()).sum().backward()
+    panda, panda_model = bridge_modules["panda"]
+    from rbdgen.runtime.verify import random_inputs
+    states = random_inputs(panda_model, rng, STATES)
+    plus, impulses, pivots = panda.torch("impulse_dynamics")(torch.tensor(states["q"]), torch.tensor(states["v"]))
+    for actual, wanted in zip((plus, impulses, pivots), panda.impulse_dynamics(states["q"], states["v"])):
+        assert np.array_equal(numpy(actual), wanted)
+    step = module.torch("integrate")(q.detach(), v.detach())
+    assert np.array_equal(numpy(step), module.integrate(numpy(q), numpy(v)))
+
+
+def test_transforms_that_miss_the_operators_are_refused(bridge_modules):
+    """Forward mode (torch.func.jvp, jacfwd, forward_ad) would give the operators zero tangents,
+    and torch.func.grad raises PyTorch's own error: each is refused in one line naming what
+    works; torch.autograd.functional.jacobian does work (rnea's d/da is M)."""
+    import torch.autograd.forward_ad as forward_ad
+    module, model = bridge_modules["ur5"]
+    rng = np.random.default_rng(SEED)
+    q, v, a = (torch.tensor(rng.normal(size=model.nv)) for _ in range(3))
+    rnea = module.torch("rnea")
+    for transform in (lambda: torch.func.jvp(lambda a: rnea(q, v, a), (a,), (a,)),
+                      lambda: torch.func.jacfwd(lambda a: rnea(q, v, a))(a)):
+        with pytest.raises(RuntimeError, match="forward-mode differentiation .* use reverse mode"):
+            transform()
+    with forward_ad.dual_level(), pytest.raises(RuntimeError, match="forward-mode differentiation"):
+        rnea(q, v, forward_ad.make_dual(a, a))
+    with pytest.raises(RuntimeError, match="torch.func.grad and jacrev .* torch.autograd.grad"):
+        torch.func.grad(lambda a: rnea(q, v, a).sum())(a)
+    M = torch.autograd.functional.jacobian(lambda a: rnea(q, v, a), a)
+    assert np.allclose(numpy(M), module.crba(numpy(q)), rtol=0, atol=1e-12)
+
+
+def test_inference_mode_leaves_later_gradients_alone(bridge_modules):
+    """A frame by name and a setting as a number first given under torch.inference_mode: the
+    tensors kept for them are made outside it, so a later call under autograd differentiates."""
+    module, model = bridge_modules["ur5"]
+    frame = module.frames[-1]
+    q = torch.tensor(np.random.default_rng(SEED).normal(size=(2, model.nq)), requires_grad=True)
+    with torch.inference_mode():
+        module.torch("frame_velocity_local")(q.detach(), q.detach(), frame)
+        module.torch("integrate")(q.detach(), q.detach(), 0.25)
+    module.torch("frame_velocity_local")(q, q, frame).sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+    module.torch("integrate")(q.detach(), q.detach(), 0.25)   # (no error: the kept tensor is a normal one)

@@ -26,6 +26,14 @@ def _vector3(x, what):
     return x
 
 
+def dlpack_on_gpu(x):
+    """Whether x says through DLPack that it lives on a CUDA GPU (kDLCUDA)."""
+    try:
+        return int(x.__dlpack_device__()[0]) == 2
+    except Exception:   # (none, or a broken answer)
+        return False
+
+
 def real_array(x, what):
     """x as a float64 array; TypeError for anything but real numbers (complex, strings, bool,
     other objects), which numpy would convert with at most a warning (complex: dropping the
@@ -45,6 +53,9 @@ def real_array(x, what):
             except OverflowError:
                 raise ValueError(f"{what}: a number is too large for float64") from None
         shown = type(bad[0]).__name__
+    if hasattr(x, "__cuda_array_interface__") or dlpack_on_gpu(x):
+        raise TypeError(f"{what}: a GPU array ({type(x).__name__}) among host arrays; pass every state on the GPU "
+                        "as PyTorch, CuPy or JAX arrays, or every one on the host")
     raise TypeError(f"{what}: expected real numbers (float or integer), got {shown}")
 
 

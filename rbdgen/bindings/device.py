@@ -116,7 +116,7 @@ def kind_of(x):
             return "jax" if any(d.platform == "gpu" for d in x.devices()) else None
         except AttributeError:   # a tracer: under jax.jit, module.jax(name) is the way
             return None
-    if hasattr(x, "__cuda_array_interface__"):
+    if hasattr(x, "__cuda_array_interface__") or _contact.dlpack_on_gpu(x):
         raise TypeError(f"{type(x).__name__}: a CUDA array of a kind rbdgen does not hold; pass a PyTorch tensor, "
                         "a CuPy array or a JAX array (DLPack converts the others without a copy)")
     return None
@@ -154,6 +154,7 @@ def call(function, body, args, out, flat=False):
             if x is None:
                 x = function.parameters.nominal
             x = x if kind.same(x) else kind.from_host(_np.ravel(_np.asarray(x, dtype=float)))
+            x = x.reshape(1) if x.ndim == 0 else x   # (one number as a 0-d array, as on the host)
             x = _state(kind, port, x, None, d.name)
             shared = 1
         keep.append(x)

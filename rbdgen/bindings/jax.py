@@ -66,6 +66,8 @@ class Bridge:
             args = tuple(args) + tuple(defaults[n] for n in missing)
             xs = []
             for x, port in zip(args, d.inputs):
+                if jnp.iscomplexobj(x):   # (float64 would drop the imaginary part)
+                    raise TypeError(f"{fname}: {port.name} is complex; rbdgen's functions take real numbers")
                 x = jnp.asarray(x, dtype=jnp.float64)
                 if port.size == 1 and port.shared:
                     x = x[..., None]
@@ -140,6 +142,8 @@ class Bridge:
 
         def forces(overload, value):   # (..., nbodies, 6) rows [force; torque]
             rows = other(overload.function).port(overload.input).size // 6
+            if jnp.iscomplexobj(value):
+                raise TypeError(f"{name}: {overload.keyword} is complex; rbdgen's functions take real numbers")
             f = jnp.asarray(value, dtype=jnp.float64)
             if f.shape[-2:] != (rows, 6):
                 raise ValueError(f"{overload.keyword}: expected (..., {rows}, 6) (rows [force; torque] per joint), "

@@ -10,11 +10,14 @@ it takes one state (n,) or any leading dimensions, and returns the module's shap
 
 import numpy as _np
 import torch
+import torch.autograd.forward_ad as _forward_ad
 import torch.utils._python_dispatch as _dispatch
 
 from . import _description, _device
 
 _F64 = torch.float64
+_STATE, _PARAMETERS, _PLACEMENT, _SETTING = (_description.STATE, _description.PARAMETERS, _description.PLACEMENT,
+                                             _description.SETTING)   # (an input's kind, as _invoke reads it)
 _LIBRARIES = {}   # namespace -> torch.library.Library (one per module build in a process)
 _DEFINED = set()  # "namespace::name" of the ops defined (a build loaded twice defines them once)
 CONSTANTS = 64    # settings and placements kept on a device, per module (Operators._constant)
@@ -26,7 +29,7 @@ class Operators:
     def __init__(self, m):
         self.m = m
         self.namespace = f"rbdgen_{m._META['module']}_{m._META['build_key'][:10]}"
-        self.ops, self.nominal, self.constants = {}, {}, {}
+        self.ops, self.publics, self.plans, self.nominal, self.constants = {}, {}, {}, {}, {}
 
     def op(self, name):
         if name not in self.ops:
@@ -49,18 +52,26 @@ class Operators:
             library.impl(name, lambda *a: _run(function, d, a, entry), "CPU")
             library.impl(name, lambda *a: _run(function, d, a, None), "CUDA")
             torch.library.register_fake(qualified)(lambda *a: _fake(function, d, a))
-            torch.library.register_autograd(qualified, self._backward(d), setup_context=_setup)
+            # (rnea_fext, aba_fext: the functions rnea and aba call with f_ext; their derivatives are
+            # the base's, with f_ext's own)
+            base = next((e for e in m._DESCRIPTIONS.values() for o in e.overloads
+                         if o.function == name and o.kind == _description.FORCES), None)
+            torch.library.register_autograd(qualified, self._backward(d, base), setup_context=_setup)
             torch.library.register_vmap(qualified, lambda info, dims, *a: _vmap(self, d, info, dims, a))
         return getattr(getattr(torch.ops, ns), name).default
 
-    def _backward(self, d):
+    def _backward(self, d, base=None):
+        """The backward of `d` from its Jacobians' blocks, or (`base`: d is what base calls with
+        f_ext) from base's, f_ext's own by _forces_gradient."""
         ports = d.inputs
+        blocks_of = d if base is None else base
+        forced = None if base is None else next(o for o in base.overloads if o.function == d.name)
 
         def backward(ctx, grad):
             arguments = ctx.saved_tensors[:-1]
             body = ctx.body
             grads = [None] * len(ports)
-            outputs = self._outputs(d)
+            outputs = self._outputs(blocks_of)
             if None not in outputs:   # a part no derivative is generated for (a contact solve's pivots)
                 for part in d.parts:
                     if part.name not in outputs and bool(grad[:, part.offset:part.stop].any()):
@@ -69,12 +80,20 @@ class Operators:
             for k, port in enumerate(ports):
                 if not ctx.needs_input_grad[k + (1 if d.per_body else 0)]:
                     continue
+                if forced is not None:
+                    if port.name == forced.input:
+                        grads[k] = self._forces_gradient(base, port, arguments, ports, body, grad)
+                        continue
+                    if port.role == _description.STATE and port.name == ports[0].name or \
+                            port.role == _description.PARAMETERS and (base.name != "rnea" or self._origins()):
+                        raise RuntimeError(f"{base.name} with f_ext has no derivative with respect to {port.name} "
+                                           "(f_ext acts in the moving bodies' frames); differentiate with respect to "
+                                           f"the others, or call {base.name} without f_ext")
                 total = None
                 for output, (start, stop) in outputs.items():
-                    block = self._block(d, output, port.name)
+                    block = self._block(blocks_of, output, port.name)
                     if block is None:
-                        raise RuntimeError(f"{d.name}: no derivative with respect to {port.name} is generated; "
-                                           "build the module with the derivative functions (docs/gpu.md)")
+                        raise RuntimeError(self._underivable(blocks_of, port.name))
                     source = self.m._DESCRIPTIONS[block.function]
                     values = [_given(arguments, ports, x, grad) for x in source.inputs]
                     flat = self.op(block.function)(*(([body] if source.per_body else []) + values))
@@ -102,6 +121,45 @@ class Operators:
             return ((None,) if d.per_body else ()) + tuple(grads)
         return backward
 
+    def _underivable(self, d, name):
+        """Why d has no derivative with respect to input `name` here: a function to build, or none."""
+        needed = sorted({b.function for choice in d.jacobians for b in choice if b.input == name} -
+                        set(self.m._DESCRIPTIONS))
+        if needed:
+            return (f"{d.name}: its derivative with respect to {name} needs {' or '.join(needed)}, which this module "
+                    f"was built without; rebuild it with {needed[0]}")
+        return f"{d.name} has no derivative with respect to {name}; differentiate with respect to the other inputs"
+
+    def _origins(self):
+        return any(n.startswith("origin_") for n in self.m.param_names)
+
+    def _forces_gradient(self, base, port, arguments, ports, body, grad):
+        """d(rows of f_ext): f_ext's rows [force; torque] act on each body in its frame, adding
+        J_i^T (R_i f_i) to rnea's -tau (J_i the body's Jacobian at its origin, world-aligned,
+        R_i its rotation) and M^-1 times that to aba's q-ddot."""
+        m = self.m
+        for needed in ("frame_jacobian_local_world_aligned", "frame_placement") + (("aba_derivatives",)
+                                                                                   if base.name == "aba" else ()):
+            if needed not in m._DESCRIPTIONS:
+                raise RuntimeError(f"{base.name} with f_ext: its derivative with respect to {port.name} needs "
+                                   f"{needed}, which this module was built without; rebuild it with {needed}")
+        q = arguments[0]
+        params = [x for x, p in zip(arguments, ports) if p.role == _description.PARAMETERS]
+        adjoint = -grad
+        if base.name == "aba":   # M^-1 g: aba_derivatives' d/dtau is M^-1
+            source = m._DESCRIPTIONS["aba_derivatives"]
+            flat = self.op("aba_derivatives")(*[_given(arguments, ports, x, grad) for x in source.inputs])
+            part = source.part("ddq_dtau")
+            adjoint = torch.einsum("bi,bij->bj", grad, flat[:, part.offset:part.stop].reshape(-1, *part.shape))
+        identity = self._constant(q.device, [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], "placement", base.name)
+        rows = []
+        for body in range(port.size // 6):
+            J = self.op("frame_jacobian_local_world_aligned")(body, q, identity, *params).reshape(q.shape[0], 6, -1)
+            R = self.op("frame_placement")(body, q, identity, *params)[:, :9].reshape(-1, 3, 3)
+            world = torch.einsum("bij,bj->bi", J, adjoint)
+            rows += [torch.einsum("bji,bj->bi", R, world[:, :3]), torch.einsum("bji,bj->bi", R, world[:, 3:])]
+        return torch.cat(rows, 1)
+
     def _outputs(self, d):
         """{output name (None: the whole result): (start, stop) in the flat result}."""
         names = list(dict.fromkeys(block.output for block in d.jacobians[0])) if d.jacobians else [None]
@@ -115,11 +173,14 @@ class Operators:
                 return blocks[0]
         return None
 
-    def _constant(self, device, value):
+    def _constant(self, device, value, what, name):
         """A setting or a frame's placement given as numbers, as a tensor on `device`: made once
         for each value (a copy to the GPU waits for the GPU, and a CUDA graph cannot capture it;
-        the op only reads it)."""
-        flat = _np.ravel(_np.asarray(value, dtype=float))
+        the op only reads it), outside inference mode (a later call may need its gradient)."""
+        try:
+            flat = _np.ravel(_np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: {what} is {value!r}; give real numbers or a float64 tensor") from None
         # (traced: a constant of the graph; more numbers than a placement's 12: not one setting, which
         # the checks after refuse, and no key of a cache)
         if torch.compiler.is_compiling() or flat.size > 12:
@@ -130,65 +191,160 @@ class Operators:
         if x is None:
             if len(self.constants) >= CONSTANTS:   # (values that change every call: the oldest go)
                 self.constants.pop(next(iter(self.constants)))
-            x = self.constants[key] = torch.tensor(numbers, dtype=_F64, device=device)
+            with torch.inference_mode(False):
+                x = self.constants[key] = torch.tensor(numbers, dtype=_F64, device=device)
         return x
 
     def public(self, name):
-        """The function with the module's signature on tensors: the states (a function of a frame:
-        then the frame, by name or index), the settings, params= by keyword."""
-        d = self.m._DESCRIPTIONS[name]
-        op = self.op(name)
-        function = self.m._FUNCTIONS.table[name]
-        kernels = {"cpu": getattr(self.m, function.public), "cuda": None}   # _run's
-        # each input: 2 a state (rows of the batch), 1 the parameters (one set, or one a state), 0 else
-        ports = [(port, 2 if port.per_state else 1 if port.broadcast else 0) for port in d.inputs]
-        matrix, takes_params = len(d.shape) == 1, any(port.broadcast for port in d.inputs)
+        """The function with the module's signature on tensors (its description's parameters):
+        the states (a function of a frame: then the frame, by name or index), the settings, the
+        overloads' keywords (f_ext, passive: table.description.Overload), params."""
+        if name in self.publics:
+            return self.publics[name]
+        m, d = self.m, self.m._DESCRIPTIONS[name]
+        parameters = [("frame", default) if n == _placement(d) else (n, default) for n, default in d.parameters()]
+        names = [n for n, _ in parameters]
 
-        def call(*values, params=None, **settings):
-            body = None
-            if d.per_body:   # the states, then the frame (a name or an index in `frames`)
-                values = list(values)
-                frame = values.pop(len(d.states))
-                body, placement = self.m._frame(frame)
-                values.insert(len(d.states), placement)
-            head = values[function.first]
-            lead = tuple(head.shape[:-1])
-            device = head.device
-            args = []
-            given = list(values) + [None] * (len(d.inputs) - len(values))
-            missing = settings or len(values) < len(d.inputs) or any(x is None for x in values)
-            for k, port in enumerate(d.inputs if missing else ()):   # a setting not given: its default
-                if port.name in settings:                           # (a keyword names it)
-                    given[k] = settings.pop(port.name)
-                elif given[k] is None and port.broadcast:
-                    given[k] = params
-                elif given[k] is None and port.default is not None:
-                    given[k] = port.default
-            if settings:
-                raise TypeError(f"{name}() got an unexpected keyword argument {next(iter(settings))!r}")
-            if params is not None and not takes_params:
-                raise TypeError(f"{name}() got an unexpected keyword argument 'params': this module has no model "
-                                "parameters; build it with --parameters")
-            for (port, batching), x in zip(ports, given):
-                if batching == 2 or (batching and x is not None and x.ndim > 1):
-                    x = x if x.ndim == 2 else x.reshape((-1, port.size))   # (the kernel checks the size)
-                elif batching and x is None:
-                    if device not in self.nominal:
-                        self.nominal[device] = torch.tensor(_np.array(self.m._PARAMETERS.nominal), device=device)
-                    x = self.nominal[device]
-                elif not isinstance(x, torch.Tensor):
-                    x = self._constant(device, x)
-                args.append(x)
-            inputs = ([body] if d.per_body else []) + args
-            flat = _run(function, d, inputs, kernels[device.type]) if device.type in kernels and _direct(args) \
-                else op(*inputs)
-            if d.scalar:
-                return flat.reshape(lead)
-            if d.parts:
-                return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
-            return flat if matrix and len(lead) == 1 else flat.reshape(lead + tuple(d.shape))
-        call.__name__, call.__doc__ = name, d.public_doc
-        return call
+        def other(function, keyword):
+            if function not in m._DESCRIPTIONS:
+                raise ValueError(f"{keyword}: this module was built without {function}; rebuild it with that function")
+            return m._DESCRIPTIONS[function]
+
+        def call(*values):
+            given = dict(zip(names, values))
+            if not any(overload.given(given[overload.keyword]) for overload in d.overloads):
+                return self._invoke(d, given)   # (no overload asked for: the function itself)
+            head = _tensor(given[d.states[0].name], d.states[0].name, name)
+
+            def forces(overload, value):   # (..., rows, 6): rows [force; torque] per joint
+                rows = other(overload.function, overload.keyword).port(overload.input).size // 6
+                f = _tensor(value, overload.keyword, name)
+                if tuple(f.shape) != tuple(head.shape[:-1]) + (rows, 6):
+                    raise ValueError(f"{name}: {overload.keyword} has shape {tuple(f.shape)}, expected "
+                                     f"{tuple(head.shape[:-1]) + (rows, 6)} (rows [force; torque] per joint)")
+                return f.reshape(tuple(f.shape[:-2]) + (6 * rows,))
+
+            def added(function):
+                taken = [n for n, _ in other(function, function).parameters()]
+                return self.public(function)(**{n: given[n] for n in taken if n in given})
+            chosen = _description.apply_overloads(d.overloads, given, forces=forces, added=added)
+            return self._invoke(d if chosen is None else m._DESCRIPTIONS[chosen], given)
+
+        self.publics[name] = m._contact.public_function(name, parameters, call, d.public_doc, None,
+                                                        hints=m._FUNCTIONS.hints)
+        # the ops now, not at a call, which torch.compile may trace (it cannot trace their definition)
+        self.op(name)
+        for overload in d.overloads:
+            if overload.function in m._DESCRIPTIONS:
+                self.public(overload.function)
+        return self.publics[name]
+
+    def _plan(self, d):
+        """What _invoke reads of d, once: its table row, first state, and each input's name,
+        kind (STATE, PARAMETERS, PLACEMENT, else a setting) and size."""
+        function = self.m._FUNCTIONS.table[d.name]
+        kinds = [_STATE if p.per_state else _PARAMETERS if p.broadcast else
+                 _PLACEMENT if p.role == _description.PLACEMENT else _SETTING for p in d.inputs]
+        first = d.inputs[function.first]
+        self.plans[d.name] = (function, first.name, first.size,
+                              tuple((p.name, kind, p.size) for p, kind in zip(d.inputs, kinds)))
+        return self.plans[d.name]
+
+    def _invoke(self, d, given):
+        """Function `d` on the inputs `given` by name: checked, settings and parameters made
+        tensors, then run (its kernel directly where nothing needs the dispatcher, else its op)."""
+        m, name = self.m, d.name
+        function, first, size, ports = self.plans.get(name) or self._plan(d)
+        if not torch.compiler.is_compiling():   # (Dynamo traces no interpreter stack; a compiled graph runs the op)
+            _refuse_transforms(name)
+        head = _tensor(given[first], first, name)
+        if head.ndim == 0 or head.shape[-1] != size:
+            raise ValueError(f"{name}: {first} has shape {tuple(head.shape)}, expected (..., {size})")
+        lead, device, head_size = tuple(head.shape[:-1]), head.device, head.shape[-1]
+        body, args = None, []
+        for port, kind, size in ports:
+            x = given.get(port)
+            if kind == _STATE:   # (a state of the head's size: its shape, compared as it is)
+                if not (isinstance(x, torch.Tensor) and x.shape == (head.shape if size == head_size else lead + (size,))
+                        and x.device == device):
+                    _mismatch(name, port, x, (first, lead + (size,), device))
+                x = x if x.ndim == 2 else x.reshape((-1, size))
+            elif kind == _PARAMETERS and x is not None:   # one set, or one a state (the kernel checks their size)
+                if not (isinstance(x, torch.Tensor) and x.device == device and (x.ndim == 1 or x.shape[:-1] == lead)):
+                    _mismatch(name, port, x, (first, lead + (size,), device), f"({size},) or ")
+                x = x if x.ndim <= 2 else x.reshape((-1, size))
+            elif kind == _PARAMETERS:   # the nominal ones
+                if device not in self.nominal:
+                    with torch.inference_mode(False):
+                        self.nominal[device] = torch.tensor(_np.array(m._PARAMETERS.nominal), device=device)
+                x = self.nominal[device]
+            else:   # a setting, or a frame's placement (the frame by name or index)
+                if kind == _PLACEMENT:
+                    body, x = m._frame(given["frame"])
+                if isinstance(x, torch.Tensor):
+                    if x.device != device:
+                        raise ValueError(f"{name}: {port} is on {x.device}, {first} on {device}; pass them on one "
+                                         "device")
+                elif x is None:
+                    raise TypeError(f"{name}: {port} is None; give a number or a float64 tensor")
+                else:
+                    x = self._constant(device, x, port, name)
+            args.append(x)
+        inputs = ([body] if d.per_body else []) + args
+        if device.type in ("cpu", "cuda") and _direct(args):
+            flat = _run(function, d, inputs, getattr(m, function.public) if device.type == "cpu" else None)
+        else:
+            flat = self.op(name)(*inputs)
+        if d.scalar:
+            return flat.reshape(lead)
+        if d.parts:
+            return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
+        return flat if len(d.shape) == 1 and len(lead) == 1 else flat.reshape(lead + tuple(d.shape))
+
+
+def _placement(d):
+    """The name of the placement input of a function of a frame (None for the others)."""
+    return next((port.name for port in d.inputs if port.role == _description.PLACEMENT), None)
+
+
+def _mismatch(name, port, x, like, one=""):
+    """The one-line error for input `port`, not a tensor like the head's (like: its name, the
+    shape expected, its device)."""
+    first, shape, device = like
+    _tensor(x, port, name)
+    if x.device != device:
+        raise ValueError(f"{name}: {port} is on {x.device}, {first} on {device}; pass them on one device")
+    raise ValueError(f"{name}: {port} has shape {tuple(x.shape)}, expected {one}{shape} (as {first}'s)")
+
+
+def _tensor(x, what, name):
+    """x, a tensor: else a one-line TypeError naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name}: {what} is {'None' if x is None else 'a ' + type(x).__name__}; module.torch's "
+                        "functions take float64 tensors (torch.as_tensor(x, dtype=torch.float64))")
+    return x
+
+
+def _refuse_transforms(name):
+    """A one-line error under the transforms that do not reach PyTorch's custom operators:
+    forward mode (a forward_ad dual level, torch.func.jvp and jacfwd: their tangents would be
+    zero) and torch.func.grad and jacrev (which raise PyTorch's own error)."""
+    if _PEEK is not None and _PEEK() is None and getattr(_forward_ad, "_current_level", -1) < 0:
+        return   # (neither: one call to PyTorch)
+    if getattr(_forward_ad, "_current_level", -1) >= 0 or _transform("Jvp"):
+        raise RuntimeError(f"{name}: forward-mode differentiation (torch.func.jvp, jacfwd, forward_ad) does not "
+                           "reach PyTorch's custom operators (their tangents would be zero); use reverse mode "
+                           "(backward, torch.autograd.grad, torch.autograd.functional.jacobian), or module.jax")
+    if _transform("Grad"):
+        raise RuntimeError(f"{name}: torch.func.grad and jacrev do not run custom operators' autograd; use "
+                           "torch.autograd.grad, backward or torch.autograd.functional.jacobian (torch.func.vmap works)")
+
+
+def _transform(kind):
+    """Whether a torch.func transform of `kind` ("Jvp", "Grad") is on."""
+    if _INTERPRETERS is None:
+        return False
+    return any(str(i.key()).endswith("." + kind) for i in _INTERPRETERS())
 
 
 def _direct(tensors):
@@ -214,6 +370,11 @@ def _mode_active():
 # (private functions of torch.func's and of the modes': where they are missing, every call goes
 # through the dispatcher)
 _WRAPPED = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+_PEEK = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", None)
+try:
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters as _INTERPRETERS
+except ImportError:
+    _INTERPRETERS = None
 
 
 def _given(arguments, ports, port, like):

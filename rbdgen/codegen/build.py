@@ -179,12 +179,23 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
 
 
 def check_architectures(archs):
-    """The GPU architectures asked for, as sorted "sm_XY" names (None: none), or BuildError."""
+    """The GPU architectures asked for, as sorted "sm_XY" names (None: none), or BuildError:
+    not such a name, or one NVRTC (where installed) does not compile for."""
     if not archs:
         return None
     for arch in archs:
+        if arch[-1:] in ("a", "f") and arch[:-1].startswith("sm_") and arch[3:-1].isdigit():
+            raise BuildError(f"--cuda-arch: {arch!r} names one GPU's own features, which rbdgen's kernels do not "
+                             f"use; give {arch[:-1]}")
         if not (arch.startswith("sm_") and arch[3:].isdigit() and len(arch) >= 5):
             raise BuildError(f"--cuda-arch: {arch!r} is not a GPU architecture; give sm_XY names, such as sm_80 or sm_90")
+    from ..bindings import cuda
+    if cuda.nvrtc_available():
+        supported = cuda.supported_architectures()
+        for arch in archs:
+            if arch not in supported:
+                raise BuildError(f"--cuda-arch: NVRTC {'.'.join(map(str, cuda.nvrtc_version()))} does not compile "
+                                 f"for {arch}; it compiles for {', '.join(supported)}")
     return sorted(set(archs))
 
 

@@ -48,7 +48,7 @@ INPUTS = {row.name: row for row in (
     Input("placement", lambda m: 12, "a frame's placement on its body: E row-major, then r", PLACEMENT, SHARED),
     Input("damping", lambda m: 1, "the contacts' or loops' damping (0: rigid)", DAMPING, SHARED, default=0.0,
           sample=_constant(VERIFY_DAMPING)),
-    Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", SETTING, SHARED,
+    Input("restitution", lambda m: 1, "the coefficient of restitution of an impact", SETTING, SHARED, default=0.0,
           sample=_constant(0.5)),
     Input("q1", lambda m: m.nq, "a second configuration", sample=lambda model, rng, batch, draw: draw(1)[0]),
     Input("dt", lambda m: 1, "a time step", SETTING, SHARED, default=1.0, sample=_constant(0.37)),
