@@ -256,7 +256,7 @@ class Operators:
         m, name = self.m, d.name
         function, first, size, ports = self.plans.get(name) or self._plan(d)
         if not torch.compiler.is_compiling():   # (Dynamo traces no interpreter stack; a compiled graph runs the op)
-            _refuse_transforms(name)
+            _refuse_forward_mode(name)
         head = _tensor(given[first], first, name)
         if head.ndim == 0 or head.shape[-1] != size:
             raise ValueError(f"{name}: {first} has shape {tuple(head.shape)}, expected (..., {size})")
@@ -294,7 +294,14 @@ class Operators:
         if device.type in ("cpu", "cuda") and _direct(args):
             flat = _run(function, d, inputs, getattr(m, function.public) if device.type == "cpu" else None)
         else:
-            flat = self.op(name)(*inputs)
+            try:
+                flat = self.op(name)(*inputs)
+            except RuntimeError as error:   # (PyTorch's own words there: "must override the setup_context")
+                if "setup_context" not in str(error) or not _transform("Grad"):
+                    raise
+                raise RuntimeError(f"{name}: torch.func.grad and jacrev do not run custom operators' autograd in this "
+                                   "PyTorch; use torch.autograd.grad, backward or torch.autograd.functional.jacobian "
+                                   "(torch.func.vmap works)") from None
         if d.scalar:
             return flat.reshape(lead)
         if d.parts:
@@ -325,19 +332,15 @@ def _tensor(x, what, name):
     return x
 
 
-def _refuse_transforms(name):
-    """A one-line error under the transforms that do not reach PyTorch's custom operators:
-    forward mode (a forward_ad dual level, torch.func.jvp and jacfwd: their tangents would be
-    zero) and torch.func.grad and jacrev (which raise PyTorch's own error)."""
+def _refuse_forward_mode(name):
+    """A one-line error under forward-mode differentiation (a forward_ad dual level,
+    torch.func.jvp and jacfwd), which gives PyTorch's custom operators zero tangents."""
     if _PEEK is not None and _PEEK() is None and getattr(_forward_ad, "_current_level", -1) < 0:
-        return   # (neither: one call to PyTorch)
+        return   # (no transform, no dual level: one call to PyTorch)
     if getattr(_forward_ad, "_current_level", -1) >= 0 or _transform("Jvp"):
         raise RuntimeError(f"{name}: forward-mode differentiation (torch.func.jvp, jacfwd, forward_ad) does not "
                            "reach PyTorch's custom operators (their tangents would be zero); use reverse mode "
                            "(backward, torch.autograd.grad, torch.autograd.functional.jacobian), or module.jax")
-    if _transform("Grad"):
-        raise RuntimeError(f"{name}: torch.func.grad and jacrev do not run custom operators' autograd; use "
-                           "torch.autograd.grad, backward or torch.autograd.functional.jacobian (torch.func.vmap works)")
 
 
 def _transform(kind):
