@@ -453,6 +453,7 @@ def test_build_option_checks_the_architectures(tmp_path):
     if cuda.nvrtc_available():   # refused before the build, naming what NVRTC compiles for
         with pytest.raises(BuildError, match="does not compile for sm_35; it compiles for .*sm_90"):
             check_architectures(["sm_90", "sm_35"])
+    assert check_architectures(["sm_35"], nvrtc=False) == ["sm_35"]   # (export: nvcc compiles, not NVRTC)
     from rbdgen.cli import main
     from helpers import robot_path
     # an empty --cuda-arch is not a build without CUDA
@@ -517,9 +518,15 @@ def test_gpu_torch_operator_gradcheck_and_a_million_states(bridge_modules):
     module, model = bridge_modules["panda"]
     rng = np.random.default_rng(SEED)
     q, v, a = (torch.tensor(rng.normal(size=(3, model.nv)), device="cuda", requires_grad=True) for _ in range(3))
+    f_ext = torch.tensor(rng.normal(size=(3, model.nv, 6)), device="cuda", requires_grad=True)
     for name in ("rnea", "aba"):
         op = module.torch(name)
         assert torch.autograd.gradcheck(lambda q, v, a: op(q, v, a), (q, v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
+        assert torch.autograd.gradcheck(lambda v, a, f: op(q.detach(), v, a, f), (v, a, f_ext), eps=1e-6, atol=1e-5,
+                                        rtol=1e-4), name   # (f_ext's rows through the bodies' Jacobians, on the GPU)
+    dt = torch.tensor(0.1, dtype=torch.float64)   # a setting as a host scalar beside states on the GPU, as PyTorch allows
+    step = module.torch("integrate")(q.detach(), v.detach(), dt)
+    _close("integrate", step.cpu().numpy(), module.integrate(q.detach().cpu().numpy(), v.detach().cpu().numpy(), 0.1))
     count = 1 << 20
     q, v, a = (torch.tensor(rng.normal(size=(count, model.nv)), device="cuda") for _ in range(3))
     tau = module.torch("rnea")(q, v, a)

@@ -154,6 +154,8 @@ def test_compile_and_vmap(bridge_modules):
     for actual, wanted in zip(step(flat, flat), (integrate(flat, flat, 0.1), frame(flat, module.frames[-1]))):
         assert torch.equal(actual, wanted)
     assert np.array_equal(numpy(torch.func.vmap(rnea)(q, v, a)), expected)
+    dt = torch.tensor(0.1, dtype=torch.float64)   # (a 0-d setting, not vmapped)
+    assert torch.equal(torch.func.vmap(lambda q, v: integrate(q, v, dt))(q, v), integrate(q, v, 0.1))
     assert np.array_equal(numpy(torch.func.vmap(torch.func.vmap(rnea))(q, v, a)), expected)
 
 
@@ -172,8 +174,10 @@ def test_errors_name_the_input(bridge_modules):
             (lambda: rnea(x, x.to("meta"), x), ValueError, "v is on meta, q on cpu"),
             (lambda: rnea(x, x), TypeError, "missing required argument: 'a'"),
             (lambda: rnea(x, x, x, f_ext=x), ValueError, r"f_ext has shape \(2, 3, 6\), expected \(2, 3, 6, 6\)"),
-            (lambda: module.torch("integrate")(x, x, 0.1j), TypeError, r"dt is 0\.1j; give real numbers"),
+            (lambda: module.torch("integrate")(x, x, 0.1j), TypeError, r"dt: expected real numbers .* complex"),
             (lambda: module.torch("integrate")(x, x, dt=None), TypeError, "dt is None"),
+            (lambda: module.torch("integrate")(x, x, "0.1"), TypeError, "integrate: dt: expected real numbers"),
+            (lambda: module.torch("integrate")(x, x, True), TypeError, "integrate: dt: expected real numbers"),
             (lambda: module.torch("frame_placement")(x), TypeError, "missing required argument: 'frame'"),
             (lambda: module.torch("aba")(x, x, x, passive=True), ValueError, "built without passive_torque")):
         with pytest.raises(error, match=message):
@@ -223,8 +227,12 @@ def test_transforms_that_miss_the_operators_are_refused(bridge_modules):
                       lambda: torch.func.jacfwd(lambda a: rnea(q, v, a))(a)):
         with pytest.raises(RuntimeError, match="forward-mode differentiation .* use reverse mode"):
             transform()
-    with forward_ad.dual_level(), pytest.raises(RuntimeError, match="forward-mode differentiation"):
-        rnea(q, v, forward_ad.make_dual(a, a))
+    with forward_ad.dual_level():
+        with pytest.raises(RuntimeError, match="forward-mode differentiation"):
+            rnea(q, v, forward_ad.make_dual(a, a))
+        assert np.array_equal(numpy(rnea(q, v, a)), module.rnea(*map(numpy, (q, v, a))))   # (no tangent: it runs)
+    _, tangent = torch.func.jvp(lambda x: x * rnea(q, v, a).sum(), (a,), (a,))   # (rnea's inputs carry none)
+    assert torch.equal(tangent, a * rnea(q, v, a).sum())
     with pytest.raises(RuntimeError, match="torch.func.grad and jacrev .* torch.autograd.grad"):
         torch.func.grad(lambda a: rnea(q, v, a).sum())(a)
     M = torch.autograd.functional.jacobian(lambda a: rnea(q, v, a), a)

@@ -34,6 +34,11 @@ def dlpack_on_gpu(x):
         return False
 
 
+def _among_host_arrays(x, what):
+    return TypeError(f"{what}: a GPU array ({type(x).__name__}) among host arrays; pass every state on the GPU as "
+                     "PyTorch, CuPy or JAX arrays, or every one on the host")
+
+
 def real_array(x, what):
     """x as a float64 array; TypeError for anything but real numbers (complex, strings, bool,
     other objects), which numpy would convert with at most a warning (complex: dropping the
@@ -42,6 +47,10 @@ def real_array(x, what):
         a = np.asarray(x)
     except ValueError:   # nested lists of unequal lengths
         raise ValueError(f"{what}: expected an array of one shape, got nested lists of unequal lengths") from None
+    except TypeError:   # (PyTorch's CUDA tensors, CuPy's arrays: no implicit copy to the host)
+        if hasattr(x, "__cuda_array_interface__") or dlpack_on_gpu(x):
+            raise _among_host_arrays(x, what) from None
+        raise
     if a.dtype.kind in "fiu":
         return a.astype(np.float64, copy=False)
     shown = a.dtype
@@ -54,8 +63,7 @@ def real_array(x, what):
                 raise ValueError(f"{what}: a number is too large for float64") from None
         shown = type(bad[0]).__name__
     if hasattr(x, "__cuda_array_interface__") or dlpack_on_gpu(x):
-        raise TypeError(f"{what}: a GPU array ({type(x).__name__}) among host arrays; pass every state on the GPU "
-                        "as PyTorch, CuPy or JAX arrays, or every one on the host")
+        raise _among_host_arrays(x, what)
     raise TypeError(f"{what}: expected real numbers (float or integer), got {shown}")
 
 

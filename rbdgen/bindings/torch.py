@@ -13,7 +13,7 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 import torch.utils._python_dispatch as _dispatch
 
-from . import _description, _device
+from . import _contact, _description, _device
 
 _F64 = torch.float64
 _STATE, _PARAMETERS, _PLACEMENT, _SETTING = (_description.STATE, _description.PARAMETERS, _description.PLACEMENT,
@@ -177,13 +177,13 @@ class Operators:
         """A setting or a frame's placement given as numbers, as a tensor on `device`: made once
         for each value (a copy to the GPU waits for the GPU, and a CUDA graph cannot capture it;
         the op only reads it), outside inference mode (a later call may need its gradient)."""
+        if torch.compiler.is_compiling():   # (traced: a constant of the graph; Dynamo cannot trace the dtype check)
+            return torch.as_tensor(_np.ravel(_np.asarray(value, dtype=float)), device=device)
         try:
-            flat = _np.ravel(_np.asarray(value, dtype=float))
-        except (TypeError, ValueError):
-            raise TypeError(f"{name}: {what} is {value!r}; give real numbers or a float64 tensor") from None
-        # (traced: a constant of the graph; more numbers than a placement's 12: not one setting, which
-        # the checks after refuse, and no key of a cache)
-        if torch.compiler.is_compiling() or flat.size > 12:
+            flat = _np.ravel(_contact.real_array(value, what))
+        except TypeError as error:
+            raise TypeError(f"{name}: {error}; give real numbers or a float64 tensor") from None
+        if flat.size > 12:   # (more than a placement's 12: not one setting, which the checks after refuse)
             return torch.as_tensor(flat, device=device)
         numbers = tuple(flat.tolist())
         key = (device, numbers)
@@ -255,8 +255,6 @@ class Operators:
         tensors, then run (its kernel directly where nothing needs the dispatcher, else its op)."""
         m, name = self.m, d.name
         function, first, size, ports = self.plans.get(name) or self._plan(d)
-        if not torch.compiler.is_compiling():   # (Dynamo traces no interpreter stack; a compiled graph runs the op)
-            _refuse_forward_mode(name)
         head = _tensor(given[first], first, name)
         if head.ndim == 0 or head.shape[-1] != size:
             raise ValueError(f"{name}: {first} has shape {tuple(head.shape)}, expected (..., {size})")
@@ -282,14 +280,18 @@ class Operators:
                 if kind == _PLACEMENT:
                     body, x = m._frame(given["frame"])
                 if isinstance(x, torch.Tensor):
-                    if x.device != device:
-                        raise ValueError(f"{name}: {port} is on {x.device}, {first} on {device}; pass them on one "
-                                         "device")
+                    if x.device != device:   # (a few numbers on the host: kept on the device, as numbers are)
+                        if x.device.type != "cpu" or x.numel() > 12:
+                            raise ValueError(f"{name}: {port} is on {x.device}, {first} on {device}; pass them on "
+                                             "one device")
+                        x = self._constant(device, x.detach().numpy(), port, name)
                 elif x is None:
                     raise TypeError(f"{name}: {port} is None; give a number or a float64 tensor")
                 else:
                     x = self._constant(device, x, port, name)
             args.append(x)
+        if not torch.compiler.is_compiling():   # (a compiled graph runs the op)
+            _refuse_forward_mode(name, args)
         inputs = ([body] if d.per_body else []) + args
         if device.type in ("cpu", "cuda") and _direct(args):
             flat = _run(function, d, inputs, getattr(m, function.public) if device.type == "cpu" else None)
@@ -332,19 +334,19 @@ def _tensor(x, what, name):
     return x
 
 
-def _refuse_forward_mode(name):
-    """A one-line error under forward-mode differentiation (a forward_ad dual level,
-    torch.func.jvp and jacfwd), which gives PyTorch's custom operators zero tangents."""
-    if _PEEK is not None and _PEEK() is None and getattr(_forward_ad, "_current_level", -1) < 0:
-        return   # (no transform, no dual level: one call to PyTorch)
-    if getattr(_forward_ad, "_current_level", -1) >= 0 or _transform("Jvp"):
+def _refuse_forward_mode(name, tensors):
+    """A one-line error where an input carries a forward-mode tangent (a forward_ad dual level,
+    torch.func.jvp and jacfwd): PyTorch gives custom operators zero tangents there."""
+    if getattr(_forward_ad, "_current_level", -1) < 0:
+        return
+    if any(isinstance(x, torch.Tensor) and _forward_ad.unpack_dual(x).tangent is not None for x in tensors):
         raise RuntimeError(f"{name}: forward-mode differentiation (torch.func.jvp, jacfwd, forward_ad) does not "
                            "reach PyTorch's custom operators (their tangents would be zero); use reverse mode "
                            "(backward, torch.autograd.grad, torch.autograd.functional.jacobian), or module.jax")
 
 
 def _transform(kind):
-    """Whether a torch.func transform of `kind` ("Jvp", "Grad") is on."""
+    """Whether a torch.func transform of `kind` ("Grad", ...) is on."""
     if _INTERPRETERS is None:
         return False
     return any(str(i.key()).endswith("." + kind) for i in _INTERPRETERS())
@@ -373,7 +375,6 @@ def _mode_active():
 # (private functions of torch.func's and of the modes': where they are missing, every call goes
 # through the dispatcher)
 _WRAPPED = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-_PEEK = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", None)
 try:
     from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters as _INTERPRETERS
 except ImportError:
@@ -429,7 +430,7 @@ def _vmap(ops, d, info, dims, args):
     per = states.shape[0]   # the states of one vmapped entry
     flat = list(args[:lead])
     for port, x, dim in zip(d.inputs, args[lead:], dims[lead:]):
-        if dim is None and not port.per_state and x.ndim == 1:   # one value for the whole batch
+        if dim is None and not port.per_state and x.ndim <= 1:   # one value for the whole batch
             flat.append(x)
             continue
         if not port.per_state and not port.broadcast:

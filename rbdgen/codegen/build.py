@@ -178,9 +178,10 @@ def build_model(model, out_dir="generated", options=None, progress=_noop, source
                  cse=options.cse, verify=verify, source=source, progress=progress, quiet=progress is _noop).run()
 
 
-def check_architectures(archs):
+def check_architectures(archs, nvrtc=True):
     """The GPU architectures asked for, as sorted "sm_XY" names (None: none), or BuildError:
-    not such a name, or one NVRTC (where installed) does not compile for."""
+    not such a name, or (nvrtc: the build compiles for them) one NVRTC, where installed, does
+    not compile for."""
     if not archs:
         return None
     for arch in archs:
@@ -190,7 +191,7 @@ def check_architectures(archs):
         if not (arch.startswith("sm_") and arch[3:].isdigit() and len(arch) >= 5):
             raise BuildError(f"--cuda-arch: {arch!r} is not a GPU architecture; give sm_XY names, such as sm_80 or sm_90")
     from ..bindings import cuda
-    if cuda.nvrtc_available():
+    if nvrtc and cuda.nvrtc_available():
         supported = cuda.supported_architectures()
         for arch in archs:
             if arch not in supported:

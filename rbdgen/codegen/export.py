@@ -57,7 +57,7 @@ def export_model(model, out_dir, options=None, *, native=False, module_dir=None,
     _check_destination(out_dir)
     options = BuildOptions.of(options, **changes, native=True)
     # the CUDA sources for nvcc, for the architectures asked (CMake's default; NVRTC compiles nothing)
-    architectures = check_architectures(options.cuda_arch)
+    architectures = check_architectures(options.cuda_arch, nvrtc=False)
     options = BuildOptions.of(options, cuda=options.cuda or bool(architectures), cuda_arch=None)
     with tempfile.TemporaryDirectory(prefix="rbdgen-export-") as scratch:
         module = build_model(model, module_dir or scratch, options, progress, source)
