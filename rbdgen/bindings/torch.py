@@ -210,10 +210,15 @@ class Operators:
                 raise ValueError(f"{keyword}: this module was built without {function}; rebuild it with that function")
             return m._DESCRIPTIONS[function]
 
+        asked = [(names.index(overload.keyword), overload) for overload in d.overloads]
+
         def call(*values):
             given = dict(zip(names, values))
-            if not any(overload.given(given[overload.keyword]) for overload in d.overloads):
-                return self._invoke(d, given)   # (no overload asked for: the function itself)
+            for k, overload in asked:
+                if overload.given(values[k]):
+                    break
+            else:   # (no overload asked for: the function itself)
+                return self._invoke(d, given)
             head = _tensor(given[d.states[0].name], d.states[0].name, name)
 
             def forces(overload, value):   # (..., rows, 6): rows [force; torque] per joint
