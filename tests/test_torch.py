@@ -110,13 +110,9 @@ def test_gradients_pass_gradcheck(bridge_modules, robot):
         "frame_placement": lambda q, v, a: module.torch("frame_placement")(q, frame),
     }
     if "contact_dynamics" in module._DESCRIPTIONS:
-        # (its accelerations and forces: the pivots, which judge redundancy, have no derivative)
-        checks["contact_dynamics"] = lambda q, v, a: module.torch("contact_dynamics")(q, v, a)[:2]
+        checks["contact_dynamics"] = lambda q, v, a: module.torch("contact_dynamics")(q, v, a)
     for name, f in checks.items():
         assert torch.autograd.gradcheck(f, (q, v, a), eps=1e-6, atol=1e-5, rtol=1e-4), name
-    if "contact_dynamics" in module._DESCRIPTIONS:   # the pivots have none: refused, never a silent zero
-        with pytest.raises(RuntimeError, match="pivots has no generated derivative"):
-            module.torch("contact_dynamics")(q, v, a)[2].sum().backward()
 
 
 def test_free_flyer_configuration_gradient_is_refused(bridge_modules):
@@ -207,11 +203,34 @@ def test_external_forces_and_settings_as_the_module(bridge_modules):
     panda, panda_model = bridge_modules["panda"]
     from rbdgen.runtime.verify import random_inputs
     states = random_inputs(panda_model, rng, STATES)
-    plus, impulses, pivots = panda.torch("impulse_dynamics")(torch.tensor(states["q"]), torch.tensor(states["v"]))
-    for actual, wanted in zip((plus, impulses, pivots), panda.impulse_dynamics(states["q"], states["v"])):
+    plus, impulses = panda.torch("impulse_dynamics")(torch.tensor(states["q"]), torch.tensor(states["v"]))
+    for actual, wanted in zip((plus, impulses), panda.impulse_dynamics(states["q"], states["v"]), strict=True):
         assert np.array_equal(numpy(actual), wanted)
+    with pytest.raises(ValueError, match="restitution: expected a number from 0 to 1"):
+        panda.torch("impulse_dynamics")(torch.tensor(states["q"]), torch.tensor(states["v"]), 2.0)
     step = module.torch("integrate")(q.detach(), v.detach())
     assert np.array_equal(numpy(step), module.integrate(numpy(q), numpy(v)))
+
+
+def test_redundant_contacts_are_refused_as_by_the_module(tmp_path):
+    """UR5 held at tool0 (6d) with its wrist straight (q = 0): the contacts are redundant. The
+    module refuses the state, and so do the operators on the CPU (their pivots are not among
+    the results, as the module's); damped, they equal the module."""
+    import rbdgen
+    from helpers import robot_path
+    module = rbdgen.build(robot_path("ur5"), str(tmp_path), algorithms=["contact_dynamics", "impulse_dynamics"],
+                          contacts=["tool0:6d"])
+    q, v, tau = np.zeros(6), np.full(6, 0.1), np.ones(6)
+    for name, args in (("contact_dynamics", (q, v, tau)), ("impulse_dynamics", (q, v))):
+        for call in (getattr(module, name), lambda *x, f=module.torch(name): f(*map(torch.tensor, x))):
+            with pytest.raises(ValueError, match="redundant"):
+                call(*args)
+        for bad in (-1.0, torch.tensor(-1.0, dtype=torch.float64)):   # (out of range: refused, as by the module)
+            with pytest.raises(ValueError, match="damping: expected a finite number >= 0"):
+                module.torch(name)(*map(torch.tensor, args), damping=bad)
+        damped = module.torch(name)(*map(torch.tensor, args), damping=0.1)
+        for actual, wanted in zip(damped, getattr(module, name)(*args, damping=0.1), strict=True):
+            assert np.array_equal(numpy(actual), wanted), name
 
 
 def test_transforms_that_miss_the_operators_are_refused(bridge_modules):

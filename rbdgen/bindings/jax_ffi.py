@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sysconfig
 import tempfile
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,7 @@ import numpy as np
 from . import _cuda
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_LOCK = threading.Lock()
 
 
 def handler(symbol="rbdgen_jax_call"):
@@ -30,16 +32,17 @@ def handler(symbol="rbdgen_jax_call"):
     with open(source, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     version = jax.__version__.replace(".", "_")
-    for directory in (_HERE, os.path.join(tempfile.gettempdir(), f"rbdgen_jax_{os.getuid()}")):
-        library = os.path.join(directory, f"_jax_ffi_{version}_{digest}.so")
-        if os.path.exists(library):
-            break
-        try:
-            os.makedirs(directory, exist_ok=True)
-            _compile(source, library)
-            break
-        except OSError:
-            continue
+    with _LOCK:   # (threads of one process: one compiles, the others wait for its library)
+        for directory in (_HERE, os.path.join(tempfile.gettempdir(), f"rbdgen_jax_{os.getuid()}")):
+            library = os.path.join(directory, f"_jax_ffi_{version}_{digest}.so")
+            if os.path.exists(library):
+                break
+            try:
+                os.makedirs(directory, exist_ok=True)
+                _compile(source, library)
+                break
+            except OSError:
+                continue
     return ctypes.cast(getattr(ctypes.CDLL(library), symbol), ctypes.c_void_p).value
 
 

@@ -8,19 +8,23 @@ generated function, itself called as an operator (so the backward runs where the
 The op takes (B, n) states and returns the (B, size) flat result; the public function around
 it takes one state (n,) or any leading dimensions, and returns the module's shapes and parts."""
 
+import threading
+
 import numpy as _np
 import torch
 import torch.autograd.forward_ad as _forward_ad
 import torch.utils._python_dispatch as _dispatch
 
-from . import _contact, _description, _device
+from . import _contact, _description, _device, _torch_forces
 
 _F64 = torch.float64
 _STATE, _PARAMETERS, _PLACEMENT, _SETTING = (_description.STATE, _description.PARAMETERS, _description.PLACEMENT,
                                              _description.SETTING)   # (an input's kind, as _invoke reads it)
 _LIBRARIES = {}   # namespace -> torch.library.Library (one per module build in a process)
+_LOCK = threading.RLock()   # the ops' definitions
 _DEFINED = set()  # "namespace::name" of the ops defined (a build loaded twice defines them once)
 CONSTANTS = 64    # settings and placements kept on a device, per module (Operators._constant)
+_RANGES = {"damping": _contact.check_damping, "restitution": _contact.check_restitution}   # (numbers' ranges)
 
 
 class Operators:
@@ -33,8 +37,21 @@ class Operators:
 
     def op(self, name):
         if name not in self.ops:
-            self.ops[name] = self._define(name)
+            with _LOCK:   # (another thread could run an op defined but not yet given its autograd)
+                if name not in self.ops:
+                    self.ops[name] = self._define(name)
+                    for function in self._derivative_functions(name):   # (before any call: a graph
+                        self.op(function)                                # torch.compile cached may name them)
         return self.ops[name]
+
+    def _derivative_functions(self, name):
+        """The functions of this module that the backward of `name` calls."""
+        d, m = self.m._DESCRIPTIONS[name], self.m
+        base = _torch_forces.base_of(self.m, name)
+        named = {b.function for choice in (base or d).jacobians for b in choice}
+        if base is not None:
+            named |= {*_torch_forces.NEEDED, "aba_derivatives"}
+        return sorted(n for n in named if n in m._DESCRIPTIONS and n != name)
 
     def _define(self, name):
         m, ns = self.m, self.namespace
@@ -54,15 +71,13 @@ class Operators:
             torch.library.register_fake(qualified)(lambda *a: _fake(function, d, a))
             # (rnea_fext, aba_fext: the functions rnea and aba call with f_ext; their derivatives are
             # the base's, with f_ext's own)
-            base = next((e for e in m._DESCRIPTIONS.values() for o in e.overloads
-                         if o.function == name and o.kind == _description.FORCES), None)
-            torch.library.register_autograd(qualified, self._backward(d, base), setup_context=_setup)
+            torch.library.register_autograd(qualified, self._backward(d, _torch_forces.base_of(self.m, name)), setup_context=_setup)
             torch.library.register_vmap(qualified, lambda info, dims, *a: _vmap(self, d, info, dims, a))
         return getattr(getattr(torch.ops, ns), name).default
 
     def _backward(self, d, base=None):
         """The backward of `d` from its Jacobians' blocks, or (`base`: d is what base calls with
-        f_ext) from base's, f_ext's own by _forces_gradient."""
+        f_ext) from base's, f_ext's own by _torch_forces."""
         ports = d.inputs
         blocks_of = d if base is None else base
         forced = None if base is None else next(o for o in base.overloads if o.function == d.name)
@@ -71,24 +86,15 @@ class Operators:
             arguments = ctx.saved_tensors[:-1]
             body = ctx.body
             grads = [None] * len(ports)
-            outputs = self._outputs(blocks_of)
-            if None not in outputs:   # a part no derivative is generated for (a contact solve's pivots)
-                for part in d.parts:
-                    if part.name not in outputs and bool(grad[:, part.offset:part.stop].any()):
-                        raise RuntimeError(f"{d.name}: {part.name} has no generated derivative; "
-                                           "differentiate the other parts only")
+            outputs = self._outputs(blocks_of)   # (a contact solve's pivots: none; not among the public results)
             for k, port in enumerate(ports):
                 if not ctx.needs_input_grad[k + (1 if d.per_body else 0)]:
                     continue
                 if forced is not None:
                     if port.name == forced.input:
-                        grads[k] = self._forces_gradient(base, port, arguments, ports, body, grad)
+                        grads[k] = _torch_forces.gradient(self, base, port, arguments, ports, grad)
                         continue
-                    if port.role == _description.STATE and port.name == ports[0].name or \
-                            port.role == _description.PARAMETERS and (base.name != "rnea" or self._origins()):
-                        raise RuntimeError(f"{base.name} with f_ext has no derivative with respect to {port.name} "
-                                           "(f_ext acts in the moving bodies' frames); differentiate with respect to "
-                                           f"the others, or call {base.name} without f_ext")
+                    _torch_forces.check(self.m, base, port, ports[0].name)
                 total = None
                 for output, (start, stop) in outputs.items():
                     block = self._block(blocks_of, output, port.name)
@@ -130,36 +136,6 @@ class Operators:
                     f"was built without; rebuild it with {needed[0]}")
         return f"{d.name} has no derivative with respect to {name}; differentiate with respect to the other inputs"
 
-    def _origins(self):
-        return any(n.startswith("origin_") for n in self.m.param_names)
-
-    def _forces_gradient(self, base, port, arguments, ports, body, grad):
-        """d(rows of f_ext): f_ext's rows [force; torque] act on each body in its frame, adding
-        J_i^T (R_i f_i) to rnea's -tau (J_i the body's Jacobian at its origin, world-aligned,
-        R_i its rotation) and M^-1 times that to aba's q-ddot."""
-        m = self.m
-        for needed in ("frame_jacobian_local_world_aligned", "frame_placement") + (("aba_derivatives",)
-                                                                                   if base.name == "aba" else ()):
-            if needed not in m._DESCRIPTIONS:
-                raise RuntimeError(f"{base.name} with f_ext: its derivative with respect to {port.name} needs "
-                                   f"{needed}, which this module was built without; rebuild it with {needed}")
-        q = arguments[0]
-        params = [x for x, p in zip(arguments, ports) if p.role == _description.PARAMETERS]
-        adjoint = -grad
-        if base.name == "aba":   # M^-1 g: aba_derivatives' d/dtau is M^-1
-            source = m._DESCRIPTIONS["aba_derivatives"]
-            flat = self.op("aba_derivatives")(*[_given(arguments, ports, x, grad) for x in source.inputs])
-            part = source.part("ddq_dtau")
-            adjoint = torch.einsum("bi,bij->bj", grad, flat[:, part.offset:part.stop].reshape(-1, *part.shape))
-        identity = self._constant(q.device, [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], "placement", base.name)
-        rows = []
-        for body in range(port.size // 6):
-            J = self.op("frame_jacobian_local_world_aligned")(body, q, identity, *params).reshape(q.shape[0], 6, -1)
-            R = self.op("frame_placement")(body, q, identity, *params)[:, :9].reshape(-1, 3, 3)
-            world = torch.einsum("bij,bj->bi", J, adjoint)
-            rows += [torch.einsum("bji,bj->bi", R, world[:, :3]), torch.einsum("bji,bj->bi", R, world[:, 3:])]
-        return torch.cat(rows, 1)
-
     def _outputs(self, d):
         """{output name (None: the whole result): (start, stop) in the flat result}."""
         names = list(dict.fromkeys(block.output for block in d.jacobians[0])) if d.jacobians else [None]
@@ -185,6 +161,8 @@ class Operators:
             raise TypeError(f"{name}: {error}; give real numbers or a float64 tensor") from None
         if flat.size > 12:   # (more than a placement's 12: not one setting, which the checks after refuse)
             return torch.as_tensor(flat, device=device)
+        if what in _RANGES and flat.size == 1:   # (as the module checks them)
+            _RANGES[what](float(flat[0]))
         numbers = tuple(flat.tolist())
         key = (device, numbers)
         x = self.constants.get(key)
@@ -285,6 +263,8 @@ class Operators:
                 if kind == _PLACEMENT:
                     body, x = m._frame(given["frame"])
                 if isinstance(x, torch.Tensor):
+                    if port in _RANGES and x.device.type == "cpu" and x.numel() == 1:
+                        _RANGES[port](float(x))
                     if x.device != device:   # (a few numbers on the host: kept on the device, as numbers are)
                         if x.device.type != "cpu" or x.numel() > 12:
                             raise ValueError(f"{name}: {port} is on {x.device}, {first} on {device}; pass them on "
@@ -311,8 +291,9 @@ class Operators:
                                    "(torch.func.vmap works)") from None
         if d.scalar:
             return flat.reshape(lead)
-        if d.parts:
-            return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts)
+        if d.parts:   # (the declared contacts' functions: without the pivots, as the module's)
+            return tuple(flat[:, p.offset:p.stop].reshape(lead + tuple(p.shape)) for p in d.parts
+                         if not (d.declared and p.name == d.pivots.name))
         return flat if len(d.shape) == 1 and len(lead) == 1 else flat.reshape(lead + tuple(d.shape))
 
 
@@ -417,6 +398,9 @@ def _run(function, d, args, entry):
     # (the parameters by keyword: rnea and aba take f_ext and passive before them)
     entry(*(() if body is None else (body,)), *[x for x, port in zip(arrays, d.inputs) if not port.broadcast],
           **{port.name: x for x, port in zip(arrays, d.inputs) if port.broadcast}, out=out.numpy().reshape(shape))
+    if d.declared and d.pivots is not None:   # (the module's public function refuses them; on a GPU: NaN rows)
+        damping = 0.0 if d.damping is None else float(arrays[d.damping].reshape(-1)[0])
+        _contact.refuse_redundant(out.numpy()[:, d.pivots.offset:d.pivots.stop], damping, function.module.contacts)
     return out
 
 
