@@ -31,7 +31,7 @@ LAYERS = [
 
 # The files of bindings/ are copied into every generated package, where they import their
 # siblings as _contact, _jax, ...: those are not modules of rbdgen.
-OUTSIDE = {f"rbdgen.bindings._{name}" for name in ("arguments", "call_time", "casadi", "contact", "conventions", "cuda", "description", "device", "torch", "torch_forces", "function", "jax",
+OUTSIDE = {f"rbdgen.bindings._{name}" for name in ("arguments", "call_time", "casadi", "contact", "conventions", "cuda", "description", "device", "torch", "torch_overloads", "function", "jax",
                                                         "jax_ffi", "physical", "pickling")}
 
 # Imports that run up a layer, "importer -> imported": reason. None is left: the function table

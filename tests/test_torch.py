@@ -2,6 +2,7 @@
 pass torch.autograd.gradcheck (central differences), and they trace under torch.compile and
 torch.func.vmap. The same operators on CUDA tensors: test_cuda.py's GPU tests."""
 
+import inspect
 import warnings
 
 import numpy as np
@@ -43,6 +44,42 @@ def test_operators_equal_the_module(bridge_modules, robot):
     q = states["q"]
     J = module.torch("frame_jacobian_local_world_aligned")(torch.tensor(q), frame)
     assert np.array_equal(numpy(J), module.frame_jacobian(q, frame, "local_world_aligned"))
+
+
+def test_families_and_points_as_the_module(bridge_modules):
+    """The module's functions of a frame by family and reference (frame_jacobian(q, frame,
+    reference)) and of a point in a frame (point_jacobian(q, frame, point), ...) through
+    module.torch: equal to the module's; a point's velocity passes gradcheck (its frame
+    function's derivatives)."""
+    module, model = bridge_modules["panda"]
+    rng = np.random.default_rng(SEED)
+    from rbdgen.runtime.verify import random_inputs
+    states = random_inputs(model, rng, STATES)
+    frame, point = module.frames[-1], np.array([0.01, -0.02, 0.1])
+    tried = []
+    for name in (*module._FAMILIES, *module._META["points"]):
+        if not callable(getattr(module, name, None)):
+            continue
+        public = getattr(module, name)
+        args = [states[x] for x in inspect.signature(public).parameters if x in states]
+        extra = (point,) if name in module._META["points"] else ()
+        try:
+            expected = public(*args, frame, *extra)
+        except ValueError as error:   # (its default reference not built: the same error)
+            with pytest.raises(ValueError, match=str(error)):
+                module.torch(name)(*map(torch.tensor, args), frame, *extra)
+            continue
+        actual = module.torch(name)(*map(torch.tensor, args), frame, *extra)
+        wanted, got = (x if isinstance(x, tuple) else (x,) for x in (expected, actual))   # (parts: frame_placement)
+        assert all(np.array_equal(numpy(a), e) for a, e in zip(got, wanted, strict=True)), name
+        tried.append(name)
+    points = [name for name in tried if name in module._META["points"]]
+    assert len(tried) >= 5 and "point_jacobian" in points, tried
+    q, v = (torch.tensor(states[x], requires_grad=True) for x in ("q", "v"))   # (by family: frame_velocity_local's)
+    assert torch.autograd.gradcheck(lambda q, v: module.torch("frame_velocity")(q, v, frame, reference="local"), (q, v),
+                                    eps=1e-6, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="reference"):
+        module.torch("frame_jacobian")(q.detach(), frame, reference="sideways")
 
 
 def test_plain_calls_run_the_kernel_without_the_dispatcher(bridge_modules):

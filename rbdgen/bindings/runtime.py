@@ -310,9 +310,12 @@ def torch(function):
         raise
     if "operators" not in _TORCH_OPERATORS:
         _TORCH_OPERATORS["operators"] = _torch.Operators(_sys.modules[__name__])
-    if function not in _DESCRIPTIONS:
-        raise ValueError(f"torch: this module has no function {function!r}; it has {', '.join(sorted(_DESCRIPTIONS))}")
-    return _TORCH_OPERATORS["operators"].public(function)
+    if function in _DESCRIPTIONS:
+        return _TORCH_OPERATORS["operators"].public(function)
+    if function in _FAMILIES or function in _META["points"]:   # (frame_jacobian(q, frame, reference), points)
+        return _TORCH_OPERATORS["operators"].family(function)
+    raise ValueError(f"torch: this module has no function {function!r}; it has "
+                     f"{', '.join(sorted({*_DESCRIPTIONS, *_FAMILIES, *_META['points']}))}")
 
 
 _TORCH_OPERATORS = {}

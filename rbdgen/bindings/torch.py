@@ -15,7 +15,7 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 import torch.utils._python_dispatch as _dispatch
 
-from . import _contact, _description, _device, _torch_forces
+from . import _contact, _description, _device, _torch_overloads
 
 _F64 = torch.float64
 _STATE, _PARAMETERS, _PLACEMENT, _SETTING = (_description.STATE, _description.PARAMETERS, _description.PLACEMENT,
@@ -47,10 +47,10 @@ class Operators:
     def _derivative_functions(self, name):
         """The functions of this module that the backward of `name` calls."""
         d, m = self.m._DESCRIPTIONS[name], self.m
-        base = _torch_forces.base_of(self.m, name)
+        base = _torch_overloads.base_of(self.m, name)
         named = {b.function for choice in (base or d).jacobians for b in choice}
         if base is not None:
-            named |= {*_torch_forces.NEEDED, "aba_derivatives"}
+            named |= {*_torch_overloads.NEEDED, "aba_derivatives"}
         return sorted(n for n in named if n in m._DESCRIPTIONS and n != name)
 
     def _define(self, name):
@@ -71,13 +71,14 @@ class Operators:
             torch.library.register_fake(qualified)(lambda *a: _fake(function, d, a))
             # (rnea_fext, aba_fext: the functions rnea and aba call with f_ext; their derivatives are
             # the base's, with f_ext's own)
-            torch.library.register_autograd(qualified, self._backward(d, _torch_forces.base_of(self.m, name)), setup_context=_setup)
+            torch.library.register_autograd(qualified, self._backward(d, _torch_overloads.base_of(m, name)),
+                                            setup_context=_setup)
             torch.library.register_vmap(qualified, lambda info, dims, *a: _vmap(self, d, info, dims, a))
         return getattr(getattr(torch.ops, ns), name).default
 
     def _backward(self, d, base=None):
         """The backward of `d` from its Jacobians' blocks, or (`base`: d is what base calls with
-        f_ext) from base's, f_ext's own by _torch_forces."""
+        f_ext) from base's, f_ext's own by _torch_overloads."""
         ports = d.inputs
         blocks_of = d if base is None else base
         forced = None if base is None else next(o for o in base.overloads if o.function == d.name)
@@ -92,9 +93,9 @@ class Operators:
                     continue
                 if forced is not None:
                     if port.name == forced.input:
-                        grads[k] = _torch_forces.gradient(self, base, port, arguments, ports, grad)
+                        grads[k] = _torch_overloads.gradient(self, base, port, arguments, ports, grad)
                         continue
-                    _torch_forces.check(self.m, base, port, ports[0].name)
+                    _torch_overloads.check(self.m, base, port, ports[0].name)
                 total = None
                 for output, (start, stop) in outputs.items():
                     block = self._block(blocks_of, output, port.name)
@@ -183,35 +184,14 @@ class Operators:
         parameters = [("frame", default) if n == _placement(d) else (n, default) for n, default in d.parameters()]
         names = [n for n, _ in parameters]
 
-        def other(function, keyword):
-            if function not in m._DESCRIPTIONS:
-                raise ValueError(f"{keyword}: this module was built without {function}; rebuild it with that function")
-            return m._DESCRIPTIONS[function]
-
         asked = [(names.index(overload.keyword), overload) for overload in d.overloads]
 
         def call(*values):
             given = dict(zip(names, values))
             for k, overload in asked:
                 if overload.given(values[k]):
-                    break
-            else:   # (no overload asked for: the function itself)
-                return self._invoke(d, given)
-            head = _tensor(given[d.states[0].name], d.states[0].name, name)
-
-            def forces(overload, value):   # (..., rows, 6): rows [force; torque] per joint
-                rows = other(overload.function, overload.keyword).port(overload.input).size // 6
-                f = _tensor(value, overload.keyword, name)
-                if tuple(f.shape) != tuple(head.shape[:-1]) + (rows, 6):
-                    raise ValueError(f"{name}: {overload.keyword} has shape {tuple(f.shape)}, expected "
-                                     f"{tuple(head.shape[:-1]) + (rows, 6)} (rows [force; torque] per joint)")
-                return f.reshape(tuple(f.shape[:-2]) + (6 * rows,))
-
-            def added(function):
-                taken = [n for n, _ in other(function, function).parameters()]
-                return self.public(function)(**{n: given[n] for n in taken if n in given})
-            chosen = _description.apply_overloads(d.overloads, given, forces=forces, added=added)
-            return self._invoke(d if chosen is None else m._DESCRIPTIONS[chosen], given)
+                    return self._invoke(_torch_overloads.apply(self, d, given, _tensor), given)
+            return self._invoke(d, given)   # (no overload asked for: the function itself)
 
         self.publics[name] = m._contact.public_function(name, parameters, call, d.public_doc, None,
                                                         hints=m._FUNCTIONS.hints)
@@ -220,6 +200,35 @@ class Operators:
         for overload in d.overloads:
             if overload.function in m._DESCRIPTIONS:
                 self.public(overload.function)
+        return self.publics[name]
+
+    def family(self, name):
+        """A frame quantity by its family's name (frame_jacobian(q, frame, reference=...)) or a
+        point's (point_jacobian(q, frame, point)), as the module's, on the generated functions'
+        operators (differentiable as they are)."""
+        if name not in self.publics:
+            m = self.m
+
+            def evaluate(family, reference, frame, states, point=None, params=None):
+                fname = f"{family}_{reference}" if reference else family
+                if fname not in m._DESCRIPTIONS:
+                    m._of_frame(family, reference)   # (the module's error)
+                d = m._DESCRIPTIONS[fname]
+                given = dict(zip((port.name for port in d.states), states), frame=frame, point=point, params=params)
+                return self._invoke(d, given)
+            keywords = (("params", None),) if m.param_names else ()
+            if name in m._META["points"]:
+                self.publics[name] = m._contact.point_function(name, m._META["points"][name], evaluate,
+                                                               keywords=keywords)
+            else:
+                d = next(d for d in m._DESCRIPTIONS.values() if d.family == name)
+                self.publics[name] = m._contact.frame_function(name, [port.name for port in d.states],
+                                                               d.default_reference, d.family_doc, evaluate,
+                                                               m._REFERENCES, keywords=keywords)
+            source = m._META["points"][name]["family"] if name in m._META["points"] else name
+            for d in m._DESCRIPTIONS.values():   # (the ops now: torch.compile cannot trace their definition)
+                if d.family == source:
+                    self.op(d.name)
         return self.publics[name]
 
     def _plan(self, d):
@@ -260,8 +269,9 @@ class Operators:
                         self.nominal[device] = torch.tensor(_np.array(m._PARAMETERS.nominal), device=device)
                 x = self.nominal[device]
             else:   # a setting, or a frame's placement (the frame by name or index)
-                if kind == _PLACEMENT:
+                if kind == _PLACEMENT:   # (a point of the frame: its placement moved there)
                     body, x = m._frame(given["frame"])
+                    x = x if given.get("point") is None else m._contact.point_placement(x, given["point"])
                 if isinstance(x, torch.Tensor):
                     if port in _RANGES and x.device.type == "cpu" and x.numel() == 1:
                         _RANGES[port](float(x))

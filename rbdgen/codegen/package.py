@@ -28,7 +28,7 @@ def copy_binding(work):
     contacts run on NumPy, in the very file the reference uses."""
     shutil.copyfile(os.path.join(BINDINGS, "runtime.py"), os.path.join(work, "__init__.py"))
     others = ("arguments", "call_time", "casadi", "contact", "cuda", "device", "function", "jax", "jax_ffi", "pickling",
-              "torch", "torch_forces")
+              "torch", "torch_overloads")
     for name in others:   # the binding's other files, as _<name>.py
         shutil.copyfile(os.path.join(BINDINGS, name + ".py"), os.path.join(work, f"_{name}.py"))
     shutil.copyfile(description.__file__, os.path.join(work, "_description.py"))

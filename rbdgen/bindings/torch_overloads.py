@@ -1,8 +1,10 @@
-"""The backward of rnea and aba called with f_ext (rnea_fext, aba_fext) in module.torch (the
-same file in every module, as _torch_forces.py): with respect to v and a (tau) it is the
-base function's (its Jacobians' blocks, _torch.Operators._backward); with respect to f_ext,
-whose rows [force; torque] act on each body in its own frame, it is gradient() below; q and
-(but for rnea without origin parameters) the parameters have none, as in module.jax."""
+"""rnea's and aba's overloads (f_ext, passive: table.description.Overload) in module.torch (the
+same file in every module, as _torch_overloads.py): apply() picks the function a call asks for;
+the backward of rnea and aba called with f_ext (rnea_fext, aba_fext) is the base function's
+with respect to v and a (tau) (its Jacobians' blocks, _torch.Operators._backward), and
+gradient() below with respect to f_ext, whose rows [force; torque] act on each body in its own
+frame; q and (but for rnea without origin parameters) the parameters have none, as in
+module.jax."""
 
 import torch
 
@@ -10,6 +12,33 @@ from . import _description
 
 # what gradient() calls, besides aba_derivatives for aba
 NEEDED = ("frame_jacobian_local_world_aligned", "frame_placement")
+
+
+def apply(ops, d, given, tensor):
+    """The description of the function `given` (a call's values by name) asks for: d's, or the
+    one an overload selects (f_ext: rnea_fext, aba_fext), `given` changed as that one takes it
+    (f_ext's rows flattened; passive's torque added to tau). tensor(x, what, name): x checked."""
+    m, name = ops.m, d.name
+
+    def other(function, keyword):
+        if function not in m._DESCRIPTIONS:
+            raise ValueError(f"{keyword}: this module was built without {function}; rebuild it with that function")
+        return m._DESCRIPTIONS[function]
+    head = tensor(given[d.states[0].name], d.states[0].name, name)
+
+    def forces(overload, value):   # (..., rows, 6): rows [force; torque] per joint
+        rows = other(overload.function, overload.keyword).port(overload.input).size // 6
+        f = tensor(value, overload.keyword, name)
+        if tuple(f.shape) != tuple(head.shape[:-1]) + (rows, 6):
+            raise ValueError(f"{name}: {overload.keyword} has shape {tuple(f.shape)}, expected "
+                             f"{tuple(head.shape[:-1]) + (rows, 6)} (rows [force; torque] per joint)")
+        return f.reshape(tuple(f.shape[:-2]) + (6 * rows,))
+
+    def added(function):
+        taken = [n for n, _ in other(function, function).parameters()]
+        return ops.public(function)(**{n: given[n] for n in taken if n in given})
+    chosen = _description.apply_overloads(d.overloads, given, forces=forces, added=added)
+    return d if chosen is None else m._DESCRIPTIONS[chosen]
 
 
 def base_of(m, name):
