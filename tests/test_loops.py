@@ -250,6 +250,12 @@ def test_a_closed_chain_through_jax(four_bar_module):
         got = jax.jacfwd(lambda y: dynamics(*[y if i == k + 1 else a for i, a in enumerate((Q[0], V[0], TAU[0]))],
                                             kp=4.0, kd=2.0)[0])(V[0] if x == "v" else TAU[0])
         np.testing.assert_allclose(got, D[k + 1], rtol=0, atol=1e-12)
+    for k, gain in ((3, "kp"), (4, "kd")):   # Baumgarte's gains, plain numbers (one per state)
+        gains = {"kp": 4.0, "kd": 2.0}
+        got = jax.jacfwd(lambda g: dynamics(Q[0], V[0], TAU[0], **dict(gains, **{gain: g}))[0])(gains[gain])
+        np.testing.assert_allclose(got, D[k][:, 0], rtol=0, atol=1e-12)
+        assert np.allclose(jax.grad(lambda g: dynamics(Q[0], V[0], TAU[0], **dict(gains, **{gain: g}))[0].sum())(
+            gains[gain]), D[k].sum(), rtol=0, atol=1e-12)
 
 
 def test_states_projected_onto_the_loops(closed):

@@ -235,7 +235,11 @@ class Bridge:
 
         def rule(primals, tangents, value=None):
             given = dict(zip(d.names, primals))
-            lead = jnp.broadcast_shapes(*(jnp.shape(x)[:-1] for x in primals))   # (as function() broadcasts)
+            # (as function() broadcasts; a setting of one number is one per state, its shape the states')
+            one = {port.name for port in d.inputs if port.size == 1 and port.shared}
+            per_state = lambda n, x: x[..., None] if n in one else x
+            lead = jnp.broadcast_shapes(*(jnp.shape(per_state(n, jnp.asarray(x)))[:-1]
+                                          for n, x in zip(d.names, primals)))
             computed = {}
 
             def value_of(source, part):
@@ -264,7 +268,7 @@ class Bridge:
                         m._DESCRIPTIONS[block.function].shape
                     source = source.reshape(source.shape[:source.ndim - len(part)] + (math.prod(part[:-1]), part[-1]))
                     source = source[..., block.row:, :]
-                    term = jnp.einsum("...ij,...j->...i", source, t)
+                    term = jnp.einsum("...ij,...j->...i", source, per_state(x, t))
                     if block.transform == m._description.INVERSE:   # the value A = B^-1: dA = -A dB A
                         term = -(value @ term.reshape(value.shape) @ value)
                     terms.append(term)
